@@ -1,0 +1,60 @@
+// The provider interface every model backend implements (Anthropic, offline), in Messages API terms.
+
+export type Role = 'user' | 'assistant'
+
+export interface TextBlock { type: 'text', text: string }
+export type ImageMediaType = 'image/png' | 'image/jpeg' | 'image/gif' | 'image/webp'
+export interface ImageBlock {
+  type: 'image'
+  source: { type: 'base64', media_type: ImageMediaType, data: string }
+}
+export interface ToolUseBlock { type: 'tool_use', id: string, name: string, input: Record<string, unknown> }
+export interface ToolResultBlock { type: 'tool_result', tool_use_id: string, content: string, is_error?: boolean }
+export type ContentBlock = TextBlock | ImageBlock | ToolUseBlock | ToolResultBlock
+
+/** One turn of a conversation as the Messages API sees it. */
+export interface ChatTurn { role: Role, content: string | ContentBlock[] }
+
+/** A tool described to the model. */
+export interface ToolSpec {
+  name: string
+  description: string
+  input_schema: { type: 'object', properties: Record<string, unknown>, required?: string[] }
+}
+
+export interface ModelRequest {
+  model: string
+  /** Top-level system prompt (system messages are folded here). */
+  system?: string
+  messages: ChatTurn[]
+  maxTokens: number
+  /** Forwarded only where the API version accepts it (DECISIONS section 12). */
+  temperature?: number
+  tools?: ToolSpec[]
+  signal?: AbortSignal
+}
+
+export interface Usage { input_tokens: number, output_tokens: number }
+
+export interface ModelResponse {
+  model: string
+  content: Array<TextBlock | ToolUseBlock>
+  stopReason: string | null
+  usage: Usage
+  /** Upstream request id, when there is one. */
+  requestId?: string
+}
+
+/** What a streamed model call yields: text as it comes, then the whole message once. */
+export type ModelStreamEvent =
+  | { type: 'text', text: string }
+  | { type: 'message', message: ModelResponse }
+
+export interface LLMProvider {
+  /** Provider name: `anthropic` or `offline`. */
+  readonly name: string
+  complete (request: ModelRequest): Promise<ModelResponse>
+  /** Streams one model call; aborting `request.signal` ends it at once. */
+  stream (request: ModelRequest): AsyncIterable<ModelStreamEvent>
+  close (): Promise<void>
+}
