@@ -1,0 +1,96 @@
+// Loads and resolves the service configuration: env-schema validation, then derived settings.
+import { envSchema } from 'env-schema'
+import { EnvSchema, type Env } from '../schemas/config.js'
+
+/** Thrown when the environment holds an invalid value; the message is one line naming the variable. */
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
+type LogLevel = typeof LOG_LEVELS[number]
+
+export interface LoadConfigOptions {
+  /** Variables to read; default `process.env`. Tests pass their own object for a hermetic config. */
+  env?: Record<string, string | undefined>
+  /** Read a `.env` file (real environment wins); default true when `env` is not given. */
+  dotenv?: boolean | string
+}
+
+const splitList = (value: string): string[] =>
+  value.split(',').map((item) => item.trim()).filter((item) => item.length > 0)
+
+interface AjvIssue { instancePath?: string, message?: string, params?: Record<string, unknown> }
+
+function describeIssue (issue: AjvIssue | undefined, input: Record<string, unknown>): string {
+  const name = (issue?.instancePath ?? '').replace(/^\//, '') ||
+    String(issue?.params?.['missingProperty'] ?? 'configuration')
+  const got = input[name]
+  return `Invalid configuration: ${name} ${issue?.message ?? 'is invalid'}` +
+    (got === undefined ? '' : ` (got ${JSON.stringify(got)})`)
+}
+
+/** Validates the environment and derives the settings every plugin reads. */
+export function loadConfig (options: LoadConfigOptions = {}) {
+  const source = options.env ?? process.env
+  const input: Record<string, unknown> = {}
+  for (const key of Object.keys(EnvSchema.properties)) {
+    const value = source[key]
+    // An empty variable means "unset" for optional settings, as a blank line in .env usually does.
+    if (value !== undefined && value !== '') input[key] = value
+  }
+  const dotenv = options.dotenv ?? (options.env === undefined)
+  let env: Env
+  try {
+    env = envSchema<Env>({
+      schema: structuredClone(EnvSchema),
+      data: input,
+      env: false,
+      dotenv: dotenv === false ? false : { path: typeof dotenv === 'string' ? dotenv : '.env' },
+      ajv: undefined,
+    })
+  } catch (error) {
+    const issues = (error as { errors?: AjvIssue[] }).errors
+    throw new ConfigError(issues ? describeIssue(issues[0], input) : String((error as Error).message))
+  }
+  return resolveConfig(env)
+}
+
+/** Turns validated variables into typed settings; throws ConfigError on inconsistent combinations. */
+export function resolveConfig (env: Env) {
+  const logLevel = env.LOG_LEVEL.toLowerCase().replace(/^warning$/, 'warn')
+  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
+    throw new ConfigError(`Invalid configuration: LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(env.LOG_LEVEL)})`)
+  }
+  const provider = env.LLM_PROVIDER ?? (env.LLM_API_KEY ? 'anthropic' : 'offline')
+  if (provider === 'anthropic' && !env.LLM_API_KEY) {
+    throw new ConfigError('Invalid configuration: LLM_API_KEY is required when LLM_PROVIDER is anthropic')
+  }
+  if (env.LLM_RETRY_MIN_SECONDS > env.LLM_RETRY_MAX_SECONDS) {
+    throw new ConfigError('Invalid configuration: LLM_RETRY_MIN_SECONDS must not exceed LLM_RETRY_MAX_SECONDS')
+  }
+  if (env.LLM_BASE_URL !== undefined && !URL.canParse(env.LLM_BASE_URL)) {
+    throw new ConfigError(`Invalid configuration: LLM_BASE_URL must be a URL (got ${JSON.stringify(env.LLM_BASE_URL)})`)
+  }
+  if (env.REDIS_URL !== '' && !/^rediss?:\/\//.test(env.REDIS_URL)) {
+    throw new ConfigError('Invalid configuration: REDIS_URL must start with redis:// or rediss://')
+  }
+  const corsOrigins = splitList(env.CORS_ORIGINS)
+  const defaultModel = env.MODEL_NAME ?? env.DEFAULT_MODEL ?? splitList(env.MODELS)[0] ?? 'offline'
+  // The default model is always allowed, even when MODELS does not list it.
+  const models = [...new Set([defaultModel, ...splitList(env.MODELS)])]
+  return {
+    ...env,
+    LOG_LEVEL: logLevel as LogLevel,
+    provider,
+    defaultModel,
+    models,
+    apiKeys: splitList(env.API_KEYS),
+    corsOrigins,
+    corsAnyOrigin: corsOrigins.includes('*'),
+    /** Sampling parameters are forwarded only on the API version that accepts them (DECISIONS 12). */
+    sendsTemperature: env.LLM_API_VERSION === '2023-06-01',
+  }
+}
+
+export type AppConfig = ReturnType<typeof resolveConfig>

@@ -1,0 +1,35 @@
+// Unversioned health and readiness routes: open, never rate limited, 503 while draining.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { HealthBody, ReadyBody } from '../schemas/health.js'
+
+const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.get('/health', {
+    config: { open: true },
+    schema: {
+      tags: ['ops'],
+      summary: 'Liveness probe',
+      operationId: 'getHealth',
+      response: { 200: HealthBody, 503: HealthBody },
+    },
+  }, async (_request, reply) => {
+    const timestamp = Date.now() / 1000
+    if (app.lifecycle.draining) return reply.code(503).send({ status: 'draining', timestamp })
+    return { status: 'healthy', timestamp }
+  })
+
+  app.get('/ready', {
+    config: { open: true },
+    schema: {
+      tags: ['ops'],
+      summary: 'Readiness probe: checks Redis when configured',
+      operationId: 'getReady',
+      response: { 200: ReadyBody, 503: ReadyBody },
+    },
+  }, async (_request, reply) => {
+    const { ok, checks } = await app.lifecycle.readiness()
+    if (app.lifecycle.draining) checks['shutdown'] = 'failed: draining'
+    return reply.code(ok ? 200 : 503).send({ status: ok ? 'ready' : 'not_ready', checks })
+  })
+}
+
+export default healthRoutes

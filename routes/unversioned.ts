@@ -1,0 +1,12 @@
+// The unversioned layout (/health, /ready, /metrics, /chat, /sessions): its own scope and error shape.
+import type { FastifyPluginAsync } from 'fastify'
+import { createErrorHandler, type LayoutOptions } from '../plugins/error-handlers.js'
+import healthRoutes from './health.js'
+
+const unversionedLayout: FastifyPluginAsync<LayoutOptions> = async (app, { extraRoutes }) => {
+  app.setErrorHandler(createErrorHandler('unversioned', app.config.DEBUG))
+  await app.register(healthRoutes)
+  if (extraRoutes) await app.register(extraRoutes)
+}
+
+export default unversionedLayout

@@ -1,0 +1,51 @@
+// Environment schema (DECISIONS section 2): drives env-schema's validation, defaults and the config type.
+import { Type, type Static } from 'typebox'
+
+const Int = (def: number, minimum: number, description: string, maximum?: number) =>
+  Type.Integer({ default: def, minimum, ...(maximum === undefined ? {} : { maximum }), description })
+const Seconds = (def: number, description: string) =>
+  Type.Number({ default: def, exclusiveMinimum: 0, maximum: 86_400 * 365, description })
+
+export const DEFAULT_MODELS = 'claude-sonnet-5-5,claude-opus-5-5,claude-haiku-5-5'
+
+export const EnvSchema = Type.Object({
+  LLM_PROVIDER: Type.Optional(Type.Union([Type.Literal('anthropic'), Type.Literal('offline')], {
+    description: 'Model provider; default anthropic when LLM_API_KEY is set, else offline',
+  })),
+  LLM_API_KEY: Type.Optional(Type.String({ description: 'Anthropic API key' })),
+  LLM_BASE_URL: Type.Optional(Type.String({ description: 'Provider base URL' })),
+  LLM_API_VERSION: Type.Optional(Type.String({ description: 'anthropic-version header' })),
+  MODEL_NAME: Type.Optional(Type.String({ minLength: 1, description: 'Default model' })),
+  DEFAULT_MODEL: Type.Optional(Type.String({ minLength: 1, description: 'Alias of MODEL_NAME' })),
+  MODELS: Type.String({ default: DEFAULT_MODELS, pattern: '^\\s*[^,\\s]+\\s*(,\\s*[^,\\s]+\\s*)*$', description: 'Comma list of allowed models; first is the default' }),
+  MODEL_TEMPERATURE: Type.Number({ default: 0.7, minimum: 0, maximum: 2, description: 'Default sampling temperature' }),
+  MAX_TOKENS: Int(4096, 1, 'Default max output tokens', 1_000_000),
+  MAX_ITERATIONS: Int(20, 1, 'Model calls per agent run', 1000),
+  MEMORY_MAX_TOKENS: Int(100_000, 100, 'Session memory budget in estimated tokens'),
+  MAX_CONCURRENT_REQUESTS: Int(10, 1, 'Concurrent upstream model calls per process'),
+  MAX_QUEUE: Int(100, 0, 'Model calls waiting for a slot'),
+  RATE_LIMIT_PER_MINUTE: Int(60, 1, 'Global per-client request limit per window'),
+  CHAT_RATE_LIMIT_PER_MINUTE: Int(10, 1, 'Extra per-IP limit on POST /chat per window'),
+  RATE_LIMIT_WINDOW_SECONDS: Seconds(60, 'Sliding window length'),
+  API_KEYS: Type.String({ default: '', description: 'Comma list of valid bearer keys; empty turns auth off' }),
+  CORS_ORIGINS: Type.String({ default: 'http://localhost:3000', description: 'Comma list of allowed origins, or *' }),
+  TRUST_PROXY: Type.Boolean({ default: false, description: 'Honour X-Forwarded-For' }),
+  REDIS_URL: Type.String({ default: '', description: 'Redis URL; empty keeps stores in process' }),
+  REDIS_PREFIX: Type.String({ default: 'agentchat:', description: 'Namespace of every Redis key' }),
+  SESSION_TTL_SECONDS: Int(86_400, 1, 'Idle session expiry'),
+  MAX_SESSIONS: Int(10_000, 1, 'In-process session cap (LRU)'),
+  LLM_MAX_ATTEMPTS: Int(3, 1, 'Model-call attempts', 10),
+  LLM_RETRY_MIN_SECONDS: Seconds(1, 'Minimum back-off'),
+  LLM_RETRY_MAX_SECONDS: Seconds(10, 'Maximum back-off'),
+  LLM_TIMEOUT_SECONDS: Seconds(60, 'Per-attempt model-call timeout'),
+  SSE_HEARTBEAT_SECONDS: Seconds(15, 'Idle stream heartbeat interval'),
+  SHUTDOWN_GRACE_SECONDS: Type.Number({ default: 10, minimum: 0, maximum: 3600, description: 'Drain time on SIGTERM/SIGINT' }),
+  KNOWLEDGE_BASE_FILE: Type.Optional(Type.String({ description: 'JSON object {key: content} for search_knowledge_base' })),
+  CONVERSATION_LOG_MAX: Int(10_000, 1, 'Conversation log entries kept'),
+  HOST: Type.String({ default: '0.0.0.0', minLength: 1, description: 'Listen address' }),
+  PORT: Int(8000, 0, 'Listen port', 65_535),
+  DEBUG: Type.Boolean({ default: false, description: 'Stack traces in unversioned 500 bodies' }),
+  LOG_LEVEL: Type.String({ default: 'info', description: 'Log level: fatal, error, warn, info, debug, trace or silent (any case)' }),
+})
+
+export type Env = Static<typeof EnvSchema>

@@ -1,0 +1,22 @@
+// Entry point: loads the config, listens on HOST:PORT, drains on SIGTERM/SIGINT.
+import { buildApp } from './app.js'
+import { ConfigError, loadConfig, type AppConfig } from './lib/config.js'
+import { installGracefulShutdown } from './lib/shutdown.js'
+
+let config: AppConfig
+try {
+  config = loadConfig()
+} catch (error) {
+  // One clear line naming the variable, and a non-zero exit.
+  console.error(error instanceof ConfigError ? error.message : `Startup failed: ${(error as Error).message}`)
+  process.exit(1)
+}
+
+const app = await buildApp({ config })
+installGracefulShutdown(app, config.SHUTDOWN_GRACE_SECONDS)
+try {
+  await app.listen({ host: config.HOST, port: config.PORT })
+} catch (error) {
+  app.log.fatal({ err: error }, 'could not listen')
+  process.exit(1)
+}

@@ -1,0 +1,35 @@
+import { test } from 'tap'
+import { buildTestApp } from './helpers/app.js'
+
+const preflight = (origin: string) => ({
+  method: 'OPTIONS' as const,
+  url: '/api/v1/health',
+  headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization,content-type' },
+})
+
+test('preflight from an allowed origin: origin echoed, credentials, all methods and headers', async (t) => {
+  const { app } = await buildTestApp(t, { CORS_ORIGINS: 'http://localhost:3000,https://chat.example.com' })
+  const res = await app.inject(preflight('https://chat.example.com'))
+  t.equal(res.statusCode, 204)
+  t.equal(res.headers['access-control-allow-origin'], 'https://chat.example.com')
+  t.equal(res.headers['access-control-allow-credentials'], 'true')
+  t.match(res.headers['access-control-allow-methods'], /POST/)
+  t.match(res.headers['access-control-allow-methods'], /DELETE/)
+  t.match(res.headers['access-control-allow-headers'], /authorization/)
+  const simple = await app.inject({ method: 'GET', url: '/health', headers: { origin: 'http://localhost:3000' } })
+  t.equal(simple.headers['access-control-allow-origin'], 'http://localhost:3000')
+  t.match(simple.headers['access-control-expose-headers'], /X-Request-Id/)
+})
+
+test('preflight from a refused origin gets no CORS grant', async (t) => {
+  const { app } = await buildTestApp(t)
+  const res = await app.inject(preflight('https://evil.example'))
+  t.equal(res.headers['access-control-allow-origin'], undefined, 'no Access-Control-Allow-Origin: the browser refuses')
+})
+
+test('wildcard origin for development: any origin, no credentials', async (t) => {
+  const { app } = await buildTestApp(t, { CORS_ORIGINS: '*' })
+  const res = await app.inject(preflight('https://anything.example'))
+  t.equal(res.headers['access-control-allow-origin'], '*')
+  t.equal(res.headers['access-control-allow-credentials'], undefined)
+})

@@ -1,0 +1,45 @@
+import { test } from 'tap'
+import { buildTestApp } from './helpers/app.js'
+
+test('GET /health: healthy with the current time', async (t) => {
+  const { app } = await buildTestApp(t)
+  const before = Date.now() / 1000
+  const res = await app.inject({ method: 'GET', url: '/health' })
+  t.equal(res.statusCode, 200)
+  const body = res.json()
+  t.equal(body.status, 'healthy')
+  t.ok(body.timestamp >= before - 1 && body.timestamp <= Date.now() / 1000 + 1)
+  t.equal(res.headers['cache-control'], undefined)
+})
+
+test('GET /api/v1/health: ok with the default model as version', async (t) => {
+  const { app } = await buildTestApp(t, { MODEL_NAME: 'claude-test-model' })
+  const res = await app.inject({ method: 'GET', url: '/api/v1/health' })
+  t.equal(res.statusCode, 200)
+  t.same(res.json(), { status: 'ok', version: 'claude-test-model' })
+})
+
+test('GET /ready: ready with no dependencies, 503 when a check fails', async (t) => {
+  const { app } = await buildTestApp(t)
+  let res = await app.inject({ method: 'GET', url: '/ready' })
+  t.equal(res.statusCode, 200)
+  t.equal(res.json().status, 'ready')
+  app.lifecycle.addCheck('redis', async () => { throw new Error('connection refused') })
+  res = await app.inject({ method: 'GET', url: '/ready' })
+  t.equal(res.statusCode, 503)
+  t.same(res.json(), { status: 'not_ready', checks: { redis: 'failed: connection refused' } })
+})
+
+test('all three answer 503 while draining', async (t) => {
+  const { app } = await buildTestApp(t)
+  app.lifecycle.draining = true
+  let res = await app.inject({ method: 'GET', url: '/health' })
+  t.equal(res.statusCode, 503)
+  t.equal(res.json().status, 'draining')
+  res = await app.inject({ method: 'GET', url: '/api/v1/health' })
+  t.equal(res.statusCode, 503)
+  t.equal(res.json().status, 'draining')
+  res = await app.inject({ method: 'GET', url: '/ready' })
+  t.equal(res.statusCode, 503)
+  t.equal(res.json().checks.shutdown, 'failed: draining')
+})
