@@ -1,0 +1,215 @@
+// The one SSE writer every stream route uses (SPEC section 6, DECISIONS section 6): framing, heartbeat, backpressure, disconnects.
+import type { OutgoingHttpHeaders, ServerResponse } from 'node:http'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+
+/** Headers every stream response carries; they win over same-named headers set earlier by hooks. */
+export const SSE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  'Content-Type': 'text/event-stream; charset=utf-8',
+  'Cache-Control': 'no-cache',
+  'X-Accel-Buffering': 'no',
+  Connection: 'keep-alive',
+})
+
+/** Options of {@link openSseStream}. */
+export interface SseStreamOptions {
+  /** Send a `: ping` comment after this many idle milliseconds; 0 or less disables it. */
+  heartbeatMs: number
+  /** Registry the stream joins while open, so shutdown can end it ({@link SseRegistry.closeAll}). */
+  registry?: SseRegistry
+  /** Turns an error text into this route's error payload (e.g. `m => '[ERROR] ' + m`); used on shutdown. */
+  formatError?: (message: string) => string
+}
+
+/** An open SSE response. Payloads are plain strings; the route chooses their form. */
+export interface SseWriter {
+  /** Aborts when the stream closes before the route ended it: client disconnect or {@link SseWriter.close}. */
+  readonly signal: AbortSignal
+  /** True once the stream is ended or the connection is gone; then `send` is a no-op. */
+  readonly closed: boolean
+  /**
+   * Sends one message: each line of `payload` (split on CRLF, CR, LF) as a `data: ` line, then a blank line.
+   * Resolves when the data was accepted without exceeding the buffer, else after `'drain'` or close.
+   */
+  send (payload: string): Promise<void>
+  /** Ends the response normally; idempotent, safe in `finally`. Does not abort `signal`. */
+  end (): void
+  /**
+   * Ends the stream from the server side: writes `finalPayload` if given (no drain wait),
+   * aborts `signal` with `reason`, ends the response. Idempotent.
+   */
+  close (finalPayload?: string, reason?: unknown): void
+  /** This route's error payload for `message`, or undefined when the route gave no `formatError`. */
+  formatError (message: string): string | undefined
+}
+
+/** The set of open streams, for graceful shutdown. */
+export interface SseRegistry {
+  /** Adds a stream; it removes itself when it closes. */
+  add (writer: SseWriter): void
+  /** Removes a stream. */
+  delete (writer: SseWriter): void
+  /** Number of open streams. */
+  readonly size: number
+  /**
+   * Closes every open stream, first sending it `finalPayloadFor(writer)` when that is not undefined.
+   * Their signals abort. Returns how many streams were closed.
+   */
+  closeAll (finalPayloadFor?: (writer: SseWriter) => string | undefined): number
+}
+
+/** Creates an empty {@link SseRegistry}. */
+export function createSseRegistry (): SseRegistry {
+  const writers = new Set<SseWriter>()
+  return {
+    add (writer) {
+      if (!writer.closed) writers.add(writer)
+    },
+    delete (writer) {
+      writers.delete(writer)
+    },
+    get size () {
+      return writers.size
+    },
+    closeAll (finalPayloadFor) {
+      const open = [...writers]
+      for (const writer of open) {
+        writer.close(finalPayloadFor?.(writer), new DOMException('Server is shutting down', 'AbortError'))
+      }
+      writers.clear()
+      return open.length
+    },
+  }
+}
+
+/** Frames one payload as an SSE message: one `data: ` line per line of the payload, then a blank line. */
+export function frameSse (payload: string): string {
+  if (!payload.includes('\n') && !payload.includes('\r')) return 'data: ' + payload + '\n\n'
+  return 'data: ' + payload.split(/\r\n|\r|\n/).join('\ndata: ') + '\n\n'
+}
+
+const PING = ': ping\n\n'
+
+class SseStream implements SseWriter {
+  readonly #res: ServerResponse
+  readonly #controller = new AbortController()
+  readonly #registry: SseRegistry | undefined
+  readonly #formatError: ((message: string) => string) | undefined
+  #timer: NodeJS.Timeout | undefined
+  #drain: Promise<void> | undefined
+  #closed = false
+  #ended = false
+
+  constructor (res: ServerResponse, options: SseStreamOptions) {
+    this.#res = res
+    this.#registry = options.registry
+    this.#formatError = options.formatError
+    res.on('close', this.#onClose)
+    // Errors surface as 'close'; a listener keeps them from being thrown as unhandled.
+    res.on('error', this.#onClose)
+    if (options.heartbeatMs > 0) {
+      this.#timer = setTimeout(this.#heartbeat, options.heartbeatMs)
+      this.#timer.unref()
+    }
+    this.#registry?.add(this)
+  }
+
+  get signal (): AbortSignal {
+    return this.#controller.signal
+  }
+
+  get closed (): boolean {
+    return this.#closed
+  }
+
+  send (payload: string): Promise<void> {
+    if (this.#closed) return Promise.resolve()
+    if (this.#write(frameSse(payload))) return Promise.resolve()
+    return this.#waitDrain()
+  }
+
+  end (): void {
+    if (this.#ended) return
+    this.#ended = true
+    this.#markClosed()
+    if (!this.#res.writableEnded && !this.#res.destroyed) this.#res.end()
+  }
+
+  close (finalPayload?: string, reason?: unknown): void {
+    if (this.#ended) return
+    if (finalPayload !== undefined && !this.#closed) this.#write(frameSse(finalPayload))
+    if (!this.#controller.signal.aborted) this.#controller.abort(reason)
+    this.end()
+  }
+
+  formatError (message: string): string | undefined {
+    return this.#formatError?.(message)
+  }
+
+  #write (chunk: string): boolean {
+    this.#timer?.refresh()
+    return this.#res.write(chunk)
+  }
+
+  #waitDrain (): Promise<void> {
+    this.#drain ??= new Promise<void>((resolve) => {
+      const done = (): void => {
+        this.#res.off('drain', done)
+        this.#res.off('close', done)
+        this.#drain = undefined
+        resolve()
+      }
+      this.#res.on('drain', done)
+      this.#res.on('close', done)
+    })
+    return this.#drain
+  }
+
+  readonly #heartbeat = (): void => {
+    if (this.#closed || this.#timer === undefined) return
+    // While the client is not keeping up, a ping would only add to the buffer.
+    if (this.#drain === undefined) this.#res.write(PING)
+    this.#timer.refresh()
+  }
+
+  readonly #onClose = (): void => {
+    // 'close' before the response finished means the connection went away under us.
+    if (!this.#ended && !this.#res.writableFinished && !this.#controller.signal.aborted) {
+      this.#controller.abort(new DOMException('Client disconnected', 'AbortError'))
+    }
+    this.#markClosed()
+  }
+
+  #markClosed (): void {
+    if (this.#closed) return
+    this.#closed = true
+    clearTimeout(this.#timer)
+    this.#timer = undefined
+    this.#registry?.delete(this)
+  }
+}
+
+/**
+ * Turns `reply` into an SSE stream: hijacks it, writes status 200 with the headers hooks and plugins
+ * already set (CORS, X-Request-Id, rate limits) plus {@link SSE_HEADERS}, and flushes them at once.
+ */
+export function openSseStream (request: FastifyRequest, reply: FastifyReply, options: SseStreamOptions): SseWriter {
+  const res = reply.raw
+  const headers: OutgoingHttpHeaders = {}
+  const own = new Set(Object.keys(SSE_HEADERS).map((name) => name.toLowerCase()))
+  for (const [name, value] of Object.entries(reply.getHeaders())) {
+    const lower = name.toLowerCase()
+    if (value === undefined || own.has(lower) || lower === 'content-length' || lower === 'transfer-encoding') continue
+    headers[lower] = value
+  }
+  for (const [name, value] of Object.entries(SSE_HEADERS)) {
+    // HTTP/2 forbids connection-specific headers.
+    if (name === 'Connection' && request.raw.httpVersionMajor >= 2) continue
+    headers[name] = value
+  }
+  reply.hijack()
+  res.removeHeader('content-length')
+  res.removeHeader('transfer-encoding')
+  res.writeHead(200, headers)
+  res.flushHeaders()
+  return new SseStream(res, options)
+}

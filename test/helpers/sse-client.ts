@@ -1,0 +1,45 @@
+// Test helper: reads an SSE fetch() Response with eventsource-parser, as any standard client would.
+import { createParser } from 'eventsource-parser'
+
+/** One parsed item of an SSE stream: a message's data, or a comment's text. */
+export type SseItem = { kind: 'event', data: string } | { kind: 'comment', text: string }
+
+/** Yields events and comments of `response` in order, as they arrive; stopping early cancels the body. */
+export async function * sseItems (response: Response): AsyncGenerator<SseItem, void, undefined> {
+  if (response.body === null) return
+  const reader = response.body.getReader()
+  const decoder = new TextDecoder()
+  const queue: SseItem[] = []
+  const parser = createParser({
+    onEvent: (event) => { queue.push({ kind: 'event', data: event.data }) },
+    onComment: (text) => { queue.push({ kind: 'comment', text }) },
+  })
+  try {
+    while (true) {
+      const { done, value } = await reader.read()
+      parser.feed(done ? decoder.decode() : decoder.decode(value, { stream: true }))
+      while (queue.length > 0) yield queue.shift() as SseItem
+      if (done) return
+    }
+  } finally {
+    await reader.cancel().catch(() => {})
+  }
+}
+
+/** Yields the `data` payloads of `response` as they arrive (for disconnect tests). */
+export async function * sseEvents (response: Response): AsyncGenerator<string, void, undefined> {
+  for await (const item of sseItems(response)) {
+    if (item.kind === 'event') yield item.data
+  }
+}
+
+/** Reads `response` to its end: the `data` payloads in order, and how many comments (pings) came. */
+export async function readSse (response: Response): Promise<{ events: string[], comments: number }> {
+  const events: string[] = []
+  let comments = 0
+  for await (const item of sseItems(response)) {
+    if (item.kind === 'event') events.push(item.data)
+    else comments++
+  }
+  return { events, comments }
+}
