@@ -1,0 +1,136 @@
+// Request and response schemas of the chat routes (SPEC section 2, DECISIONS section 4), built from the config.
+import { Type, type Static } from 'typebox'
+import { TOOL_NAMES } from '../lib/tools/registry.js'
+
+/** Longest base64 text of one image: 5 MB decoded, plus room for a `data:` URL prefix. */
+export const MAX_IMAGE_BYTES = 5 * 1024 * 1024
+export const MAX_IMAGES = 20
+export const MAX_IMAGE_CHARS = Math.ceil(MAX_IMAGE_BYTES / 3) * 4 + 64
+
+export const ChatMessage = Type.Object({
+  role: Type.Union([Type.Literal('user'), Type.Literal('assistant'), Type.Literal('system')], {
+    description: 'Who wrote the message: user, assistant or system (system messages become the system prompt)',
+  }),
+  content: Type.String({ minLength: 1, maxLength: 32000, description: 'Message text, 1 to 32000 characters' }),
+})
+
+/** The AgentRequest fields /api/v1/chat also accepts; `models` is the allowed model list. */
+function agentFields (models: readonly string[]) {
+  return {
+    model: Type.Optional(Type.Unsafe<string>({
+      type: 'string',
+      enum: [...models],
+      description: `Model to use; default ${models[0] ?? 'the configured default'}`,
+    })),
+    temperature: Type.Optional(Type.Number({
+      minimum: 0,
+      maximum: 2,
+      description: 'Sampling temperature 0 to 2; default MODEL_TEMPERATURE. Forwarded only on API version 2023-06-01',
+    })),
+    max_tokens: Type.Optional(Type.Integer({ minimum: 1, maximum: 8192, description: 'Max output tokens, 1 to 8192; default MAX_TOKENS' })),
+    tools: Type.Optional(Type.Union([
+      Type.Array(Type.Unsafe<string>({ type: 'string', enum: [...TOOL_NAMES] }), { maxItems: 16, description: 'Tools to enable' }),
+      Type.Null(),
+    ], { description: `Tools to enable (${TOOL_NAMES.join(', ')}); none by default on /api/v1/chat` })),
+  }
+}
+
+export function chatRequestSchema (models: readonly string[]) {
+  return Type.Object({
+    messages: Type.Array(ChatMessage, { minItems: 1, description: 'The conversation, oldest first' }),
+    stream: Type.Optional(Type.Boolean({ default: false, description: 'Answer as an SSE stream (as /api/v1/chat/stream)' })),
+    ...agentFields(models),
+  }, { description: 'ChatRequest, optionally with AgentRequest fields' })
+}
+
+export const SimpleChatRequest = Type.Object({
+  message: Type.String({ minLength: 1, maxLength: 32000, description: 'The user message' }),
+  conversation_id: Type.Optional(Type.Union([
+    Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9._:-]+$' }),
+    Type.Null(),
+  ], { description: 'Continue this conversation; omit to start a new one' })),
+}, { description: 'Simple chat variant' })
+
+export function v1ChatBodySchema (models: readonly string[]) {
+  return Type.Union([chatRequestSchema(models), SimpleChatRequest])
+}
+
+export function multimodalRequestSchema (models: readonly string[]) {
+  return Type.Object({
+    messages: Type.Array(ChatMessage, { minItems: 1, description: 'The conversation, oldest first' }),
+    images: Type.Optional(Type.Union([
+      Type.Array(Type.String({ minLength: 1, maxLength: MAX_IMAGE_CHARS }), { maxItems: MAX_IMAGES }),
+      Type.Null(),
+    ], { description: `Base64 images or data: URLs (png, jpeg, gif, webp), at most ${MAX_IMAGES} of at most 5 MB each; attached to the last user message` })),
+    stream: Type.Optional(Type.Boolean({ default: false, description: 'Answer as an SSE stream' })),
+    ...agentFields(models),
+  }, { description: 'MultimodalRequest' })
+}
+
+export const Usage = Type.Object({
+  input_tokens: Type.Integer({ description: 'Tokens read by the model' }),
+  output_tokens: Type.Integer({ description: 'Tokens written by the model' }),
+})
+
+export const ToolCall = Type.Object({
+  tool: Type.String({ description: 'Tool name' }),
+  args: Type.Record(Type.String(), Type.Unknown(), { description: 'Arguments the model gave' }),
+  result: Type.String({ description: 'What the tool returned' }),
+  is_error: Type.Boolean({ description: 'Whether the tool failed' }),
+})
+
+export const AgentResponse = Type.Object({
+  content: Type.String({ description: 'Model reply text' }),
+  model: Type.String({ description: 'Model that answered' }),
+  usage: Usage,
+  tool_calls: Type.Union([Type.Array(ToolCall), Type.Null()], { description: 'Tool calls made, or null when none' }),
+}, { description: 'AgentResponse (a superset of ChatResponse)' })
+
+export const SimpleChatResponse = Type.Object({
+  reply: Type.String({ description: 'The model reply' }),
+  conversation_id: Type.String({ description: 'Conversation id to continue with' }),
+})
+
+export const SseResponse = {
+  description: 'Server-Sent Events stream',
+  content: { 'text/event-stream': { schema: Type.String({ description: 'data: lines, one event per blank-line-terminated block' }) } },
+}
+
+/** Unversioned ChatRequest (SPEC section 2.2). */
+export const SessionChatRequest = Type.Object({
+  message: Type.String({ minLength: 1, maxLength: 10000, description: 'The user message, 1 to 10000 characters; markup like <script> is refused' }),
+  session_id: Type.Optional(Type.Union([
+    Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9._:-]+$' }),
+    Type.Null(),
+  ], { description: 'Continue this session; omit to start a new one' })),
+  stream: Type.Optional(Type.Boolean({ default: false, description: 'Answer as an SSE stream (as /chat/stream)' })),
+})
+
+export const SessionChatResponse = Type.Object({
+  content: Type.String({ description: 'Agent reply' }),
+  session_id: Type.String({ description: 'Session id of the conversation' }),
+  tool_calls: Type.Array(ToolCall, { description: 'Tool calls made' }),
+  metadata: Type.Object({
+    elapsed_seconds: Type.Number({ description: 'Request duration in seconds' }),
+  }, { additionalProperties: true }),
+})
+
+export const SessionParams = Type.Object({
+  id: Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9._:-]+$', description: 'Session id' }),
+})
+
+export const SessionHistory = Type.Object({
+  session_id: Type.String(),
+  messages: Type.Array(Type.Object({
+    role: Type.String({ description: 'user or assistant' }),
+    content: Type.Unknown({ description: 'Text, or Messages API content blocks (tool calls and results)' }),
+  })),
+  created_at: Type.String({ description: 'ISO 8601' }),
+  updated_at: Type.String({ description: 'ISO 8601' }),
+})
+
+export type ChatMessageBody = Static<typeof ChatMessage>
+export type ChatRequestBody = Static<ReturnType<typeof chatRequestSchema>>
+export type SimpleChatBody = Static<typeof SimpleChatRequest>
+export type MultimodalBody = Static<ReturnType<typeof multimodalRequestSchema>>
+export type AgentResponseBody = Static<typeof AgentResponse>
