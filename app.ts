@@ -8,6 +8,11 @@ import lifecyclePlugin from './plugins/lifecycle.js'
 import requestLogPlugin, { genReqId } from './plugins/request-log.js'
 import corsPlugin from './plugins/cors.js'
 import docsPlugin from './plugins/docs.js'
+import storesPlugin from './plugins/stores.js'
+import toolsPlugin from './plugins/tools.js'
+import llmPlugin from './plugins/llm.js'
+import streamsPlugin from './plugins/streams.js'
+import type { LLMProvider } from './lib/llm/types.js'
 import { createErrorHandler } from './plugins/error-handlers.js'
 import unversionedLayout from './routes/unversioned.js'
 import versionedLayout from './routes/api/versioned.js'
@@ -19,6 +24,8 @@ export interface BuildAppOptions {
   /** Where logs go (tests capture them); default stdout. */
   logStream?: DestinationStream
   /** Extra routes inside each layout's scope, so they answer errors in that layout's shape (tests, embedding). */
+  /** Replaces the configured model provider (still behind the concurrency limit). */
+  provider?: LLMProvider
   extraRoutes?: { versioned?: FastifyPluginAsync, unversioned?: FastifyPluginAsync }
 }
 
@@ -68,6 +75,10 @@ export async function buildApp (options: BuildAppOptions = {}) {
   await app.register(requestLogPlugin)
   await app.register(corsPlugin)
   await app.register(docsPlugin)
+  await app.register(storesPlugin)
+  await app.register(toolsPlugin)
+  await app.register(llmPlugin, options.provider ? { provider: options.provider } : {})
+  await app.register(streamsPlugin)
 
   app.setErrorHandler(createErrorHandler('unversioned', config.DEBUG))
   app.setNotFoundHandler((_request, reply) => { reply.code(404).send({ detail: 'Not Found' }) })

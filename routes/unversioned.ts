@@ -2,10 +2,14 @@
 import type { FastifyPluginAsync } from 'fastify'
 import { createErrorHandler, type LayoutOptions } from '../plugins/error-handlers.js'
 import healthRoutes from './health.js'
+import sessionChatRoutes from './chat.js'
+import sessionRoutes from './sessions.js'
 
 const unversionedLayout: FastifyPluginAsync<LayoutOptions> = async (app, { extraRoutes }) => {
   app.setErrorHandler(createErrorHandler('unversioned', app.config.DEBUG))
   await app.register(healthRoutes)
+  await app.register(sessionChatRoutes)
+  await app.register(sessionRoutes)
   if (extraRoutes) await app.register(extraRoutes)
 }
 

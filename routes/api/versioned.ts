@@ -2,12 +2,18 @@
 import type { FastifyPluginAsync } from 'fastify'
 import { createErrorHandler, type LayoutOptions } from '../../plugins/error-handlers.js'
 import v1Health from './v1/health.js'
+import v1Chat from './v1/chat.js'
+import v1Agent from './v1/agent.js'
+import v2Chat from './v2/chat.js'
 
 const versionedLayout: FastifyPluginAsync<LayoutOptions> = async (app, { extraRoutes }) => {
   app.setErrorHandler(createErrorHandler('versioned', app.config.DEBUG))
   await app.register(async (v1) => {
     await v1.register(v1Health)
+    await v1.register(v1Chat)
+    await v1.register(v1Agent)
   }, { prefix: '/api/v1' })
+  await app.register(v2Chat, { prefix: '/api/v2' })
   if (extraRoutes) await app.register(extraRoutes)
 }
 

@@ -1,0 +1,118 @@
+// Shared answering logic of the chat routes: run the agent as JSON or as an SSE stream, then log the exchange.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { randomUUID } from 'node:crypto'
+import { runAgent, runAgentToEnd, type AgentResult, type AgentRunOptions } from './agent/run.js'
+import { AgentError, HttpError, LLMServiceError } from './errors.js'
+import { isAbortError } from './llm/abort.js'
+import type { ChatTurn } from './llm/types.js'
+import { openSseStream } from './sse.js'
+import type { StreamFormat } from './stream-formats.js'
+
+/** Run options without the parts a route does not choose. */
+export type RunRequest = Omit<AgentRunOptions, 'provider' | 'tools' | 'streaming' | 'signal' | 'maxIterations'>
+
+/** Who is calling: set by the auth plugin; the client IP when there is none. */
+export function identityOf (request: FastifyRequest): string {
+  return (request as FastifyRequest & { identity?: string }).identity ?? `ip:${request.ip}`
+}
+
+function fullOptions (app: FastifyInstance, run: RunRequest, streaming: boolean, signal?: AbortSignal): AgentRunOptions {
+  return {
+    ...run,
+    provider: app.llm.provider,
+    tools: app.tools,
+    maxIterations: app.config.MAX_ITERATIONS,
+    streaming,
+    ...(signal ? { signal } : {}),
+  }
+}
+
+/** The text a client may see for an error inside a stream (no internals for unexpected errors). */
+export function publicErrorText (error: unknown): string {
+  if (error instanceof LLMServiceError) return `Model call failed: ${error.message}`
+  if (error instanceof AgentError || error instanceof HttpError) return error.message
+  return 'Internal server error'
+}
+
+/** Aborts when the client goes away before the JSON answer is sent, so the model call stops too. */
+function disconnectSignal (request: FastifyRequest, reply: FastifyReply): AbortSignal {
+  const controller = new AbortController()
+  reply.raw.once('close', () => { if (!reply.raw.writableEnded) controller.abort() })
+  request.raw.once('aborted', () => controller.abort())
+  return controller.signal
+}
+
+/** Runs the agent for a JSON answer; a model failure becomes `errorFor(error)` when given. */
+export async function answerJson (app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, run: RunRequest): Promise<AgentResult> {
+  try {
+    return await runAgentToEnd(fullOptions(app, run, false, disconnectSignal(request, reply)))
+  } catch (error) {
+    if (isAbortError(error)) throw new HttpError(499, 'Client closed the request')
+    throw error
+  }
+}
+
+/**
+ * Streams the agent over SSE in `format`. Errors after the headers travel inside the stream and end it.
+ * Returns the result when the run finished, null when it failed or the client left.
+ */
+export async function answerStream (
+  app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, run: RunRequest, format: StreamFormat,
+  extra?: { usage?: boolean },
+): Promise<AgentResult | null> {
+  const sse = openSseStream(request, reply, {
+    heartbeatMs: app.config.SSE_HEARTBEAT_SECONDS * 1000,
+    registry: app.streams,
+    formatError: format.error,
+  })
+  try {
+    const events = runAgent(fullOptions(app, run, true, sse.signal))
+    let step = await events.next()
+    while (step.done !== true) {
+      const payload = format.event(step.value)
+      if (payload !== null) await sse.send(payload)
+      step = await events.next()
+    }
+    const result = step.value
+    if (extra?.usage) await sse.send(JSON.stringify({ type: 'usage', data: result.usage }))
+    await sse.send(format.done)
+    return sse.closed ? null : result
+  } catch (error) {
+    if (sse.signal.aborted || isAbortError(error)) {
+      request.log.info('stream ended: client disconnected')
+      return null
+    }
+    if (!(error instanceof LLMServiceError || error instanceof AgentError || error instanceof HttpError)) {
+      request.log.error({ err: error }, 'stream failed')
+    } else {
+      request.log.warn({ err: error }, 'stream failed')
+    }
+    await sse.send(format.error(publicErrorText(error)))
+    return null
+  } finally {
+    sse.end()
+  }
+}
+
+/** Writes the exchange to the conversation log once the response is out; a failure is only logged. */
+export function logConversationAfterResponse (
+  app: FastifyInstance, request: FastifyRequest, reply: FastifyReply,
+  entry: { conversationId: string, messages: ChatTurn[], result: AgentResult },
+): void {
+  const write = () => {
+    app.stores.conversations.write({
+      identity: identityOf(request),
+      conversationId: entry.conversationId,
+      messages: entry.messages,
+      reply: entry.result.content,
+      model: entry.result.model,
+      usage: entry.result.usage,
+      timestamp: new Date().toISOString(),
+    }).catch((error: unknown) => { request.log.error({ err: error }, 'conversation log write failed') })
+  }
+  if (reply.raw.writableFinished) setImmediate(write)
+  else reply.raw.once('finish', write)
+}
+
+/** A fresh conversation or session id. */
+export const newConversationId = (): string => randomUUID()

@@ -1,0 +1,48 @@
+// GET and DELETE /sessions/{id}: a caller's own conversation memory (DECISIONS section 5).
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { HttpError } from '../lib/errors.js'
+import { identityOf } from '../lib/respond.js'
+import { SessionHistory, SessionParams } from '../schemas/chat.js'
+import { commonErrorResponses, DetailError } from '../schemas/common.js'
+import { sessionStoreDown } from './api/v1/chat.js'
+
+const sessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const errors = { ...commonErrorResponses, 401: DetailError, 404: DetailError, 429: DetailError, 503: DetailError }
+
+  app.get('/sessions/:id', {
+    schema: {
+      tags: ['sessions'],
+      summary: 'Get a session\'s history',
+      operationId: 'getSession',
+      security: [{ bearerAuth: [] }],
+      params: SessionParams,
+      response: { 200: SessionHistory, ...errors },
+    },
+  }, async (request) => {
+    const record = await app.stores.sessions.get(identityOf(request), request.params.id).catch(sessionStoreDown)
+    if (!record) throw new HttpError(404, 'Session not found')
+    return {
+      session_id: request.params.id,
+      messages: record.turns,
+      created_at: new Date(record.createdAt).toISOString(),
+      updated_at: new Date(record.updatedAt).toISOString(),
+    }
+  })
+
+  app.delete('/sessions/:id', {
+    schema: {
+      tags: ['sessions'],
+      summary: 'Forget a session',
+      operationId: 'deleteSession',
+      security: [{ bearerAuth: [] }],
+      params: SessionParams,
+      response: { 204: { type: 'null', description: 'Deleted' }, ...errors },
+    },
+  }, async (request, reply) => {
+    const deleted = await app.stores.sessions.delete(identityOf(request), request.params.id).catch(sessionStoreDown)
+    if (!deleted) throw new HttpError(404, 'Session not found')
+    return reply.code(204).send(null)
+  })
+}
+
+export default sessionRoutes
