@@ -1,0 +1,375 @@
+// Anthropic provider: the Messages API through @anthropic-ai/sdk, with our retry policy, timeouts and abort.
+import Anthropic from '@anthropic-ai/sdk'
+import { LLMServiceError } from '../errors.js'
+import { AbortError, isAbortError } from './abort.js'
+import { retryAfterSeconds, withRetry, type RetryInfo, type RetryPolicy } from './retry.js'
+import type {
+  LLMProvider, ModelRequest, ModelResponse, ModelStreamEvent, TextBlock, ToolUseBlock, Usage,
+} from './types.js'
+
+/** The only API version that still accepts `temperature` (DECISIONS section 12). */
+export const LEGACY_API_VERSION = '2023-06-01'
+
+type LogFn = (obj: Record<string, unknown>, msg?: string) => void
+
+/** The part of a pino (or Fastify) logger the provider uses. */
+export interface LLMLogger {
+  info: LogFn
+  warn: LogFn
+  error: LogFn
+  debug?: LogFn
+}
+
+export interface AnthropicProviderOptions {
+  apiKey: string
+  /** Base URL of the API; the SDK's default (or ANTHROPIC_BASE_URL) when absent. */
+  baseURL?: string
+  /** `anthropic-version` header; the SDK's default when absent. `2023-06-01` enables `temperature`. */
+  apiVersion?: string
+  /** LLM_MAX_ATTEMPTS. */
+  maxAttempts: number
+  /** LLM_RETRY_MIN_SECONDS. */
+  retryMinSeconds: number
+  /** LLM_RETRY_MAX_SECONDS. */
+  retryMaxSeconds: number
+  /**
+   * LLM_TIMEOUT_SECONDS, per attempt: bounds the wait for the response, and in streams also every
+   * gap between two events (an idle timeout, so a long answer that keeps flowing is not cut).
+   */
+  timeoutSeconds: number
+  logger?: LLMLogger
+}
+
+/** `temperature` is sent only on the legacy API version; the SDK 1.x types no longer declare it. */
+type CreateParams = Anthropic.MessageCreateParamsNonStreaming & { temperature?: number }
+
+/** An attempt that went silent for longer than the timeout. Retryable (its name is `TimeoutError`). */
+class UpstreamTimeoutError extends Error {
+  override name = 'TimeoutError'
+}
+
+/** A stream that ended without `message_stop`. Retryable while nothing has been yielded. */
+class IncompleteStreamError extends Error {
+  override name = 'IncompleteStreamError'
+  readonly retryable = true
+}
+
+function isRecord (value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+/** Maps a provider-neutral request onto Messages API parameters. */
+function toParams (request: ModelRequest, legacyVersion: boolean): CreateParams {
+  const params: CreateParams = {
+    model: request.model,
+    max_tokens: request.maxTokens,
+    messages: request.messages.map((turn) => ({ role: turn.role, content: turn.content })),
+  }
+  if (request.system !== undefined && request.system !== '') params.system = request.system
+  if (request.tools !== undefined && request.tools.length > 0) {
+    params.tools = request.tools.map((tool) => ({ name: tool.name, description: tool.description, input_schema: tool.input_schema }))
+  }
+  if (legacyVersion && request.temperature !== undefined) params.temperature = Math.min(1, Math.max(0, request.temperature))
+  return params
+}
+
+function toResponse (message: Anthropic.Message, requestId: string | null | undefined): ModelResponse {
+  const content: Array<TextBlock | ToolUseBlock> = []
+  for (const block of message.content) {
+    if (block.type === 'text') content.push({ type: 'text', text: block.text })
+    else if (block.type === 'tool_use') content.push({ type: 'tool_use', id: block.id, name: block.name, input: isRecord(block.input) ? block.input : {} })
+  }
+  const response: ModelResponse = {
+    model: message.model,
+    content,
+    stopReason: message.stop_reason,
+    usage: { input_tokens: message.usage.input_tokens, output_tokens: message.usage.output_tokens },
+  }
+  if (typeof requestId === 'string') response.requestId = requestId
+  return response
+}
+
+function causeText (error: unknown): string {
+  if (!(error instanceof Error)) return String(error)
+  const cause = error.cause instanceof Error && error.cause.message !== error.message ? ` (${error.cause.message})` : ''
+  return `${error.message}${cause}`
+}
+
+/** The upstream request id an SDK error carries, if any. */
+function errorRequestId (error: unknown): string | undefined {
+  return error instanceof Anthropic.APIError && typeof error.requestID === 'string' ? error.requestID : undefined
+}
+
+/**
+ * Turns an upstream failure into an LLMServiceError whose message carries the upstream text:
+ * 504 for timeouts, 502 for everything else (HTTP errors, connection errors, stream errors).
+ */
+function toServiceError (error: unknown, timeoutSeconds: number): LLMServiceError {
+  if (error instanceof LLMServiceError) return error
+  const retryAfter = retryAfterSeconds(error)
+  const options = { cause: error, ...(retryAfter === undefined ? {} : { retryAfter: Math.ceil(retryAfter) }) }
+  if (error instanceof Anthropic.APIConnectionTimeoutError || (error instanceof Error && error.name === 'TimeoutError')) {
+    return new LLMServiceError(`Anthropic API timed out after ${timeoutSeconds} s`, 504, options)
+  }
+  if (error instanceof Anthropic.APIConnectionError) {
+    return new LLMServiceError(`Anthropic API connection error: ${causeText(error.cause ?? error)}`, 502, options)
+  }
+  if (error instanceof Anthropic.APIError) {
+    const detail = error.apiMessage ?? error.message
+    const type = error.type === null ? '' : ` ${error.type}`
+    const where = error.status === undefined ? 'stream error' : `error ${error.status}`
+    return new LLMServiceError(`Anthropic API ${where}${type}: ${detail}`, 502, options)
+  }
+  return new LLMServiceError(`Anthropic API call failed: ${causeText(error)}`, 502, options)
+}
+
+/** Assembles a streamed message from raw events; turns each event into what the provider yields. */
+class StreamAssembler {
+  model: string
+  stopReason: string | null = null
+  readonly usage: Usage = { input_tokens: 0, output_tokens: 0 }
+  readonly #blocks = new Map<number, { type: 'text', text: string } | { type: 'tool_use', id: string, name: string, json: string }>()
+
+  constructor (model: string) {
+    this.model = model
+  }
+
+  /** Applies one raw event; returns the event to yield, if it makes one. */
+  apply (event: Anthropic.RawMessageStreamEvent, requestId: string | null | undefined): ModelStreamEvent | undefined {
+    switch (event.type) {
+      case 'message_start':
+        this.model = event.message.model
+        this.usage.input_tokens = event.message.usage.input_tokens
+        this.usage.output_tokens = event.message.usage.output_tokens
+        return undefined
+      case 'content_block_start': {
+        const block = event.content_block
+        if (block.type === 'text') this.#blocks.set(event.index, { type: 'text', text: block.text })
+        else if (block.type === 'tool_use') this.#blocks.set(event.index, { type: 'tool_use', id: block.id, name: block.name, json: '' })
+        return block.type === 'text' && block.text !== '' ? { type: 'text', text: block.text } : undefined
+      }
+      case 'content_block_delta': {
+        const block = this.#blocks.get(event.index)
+        if (event.delta.type === 'text_delta' && block?.type === 'text') {
+          block.text += event.delta.text
+          return event.delta.text === '' ? undefined : { type: 'text', text: event.delta.text }
+        }
+        if (event.delta.type === 'input_json_delta' && block?.type === 'tool_use') block.json += event.delta.partial_json
+        return undefined
+      }
+      case 'message_delta':
+        this.stopReason = event.delta.stop_reason
+        this.usage.output_tokens = event.usage.output_tokens
+        return undefined
+      case 'message_stop':
+        return { type: 'message', message: this.#message(requestId) }
+      default:
+        return undefined
+    }
+  }
+
+  #message (requestId: string | null | undefined): ModelResponse {
+    const content: Array<TextBlock | ToolUseBlock> = []
+    for (const [, block] of [...this.#blocks].sort(([a], [b]) => a - b)) {
+      if (block.type === 'text') {
+        content.push({ type: 'text', text: block.text })
+        continue
+      }
+      let input: unknown = {}
+      try {
+        if (block.json.trim() !== '') input = JSON.parse(block.json)
+      } catch (error) {
+        throw new LLMServiceError(`Anthropic API sent invalid JSON for the input of tool ${block.name}`, 502, { cause: error })
+      }
+      content.push({ type: 'tool_use', id: block.id, name: block.name, input: isRecord(input) ? input : {} })
+    }
+    const response: ModelResponse = { model: this.model, content, stopReason: this.stopReason, usage: { ...this.usage } }
+    if (typeof requestId === 'string') response.requestId = requestId
+    return response
+  }
+}
+
+/** One streamed attempt: its own abort controller (the caller's signal and the idle timer both end it). */
+class StreamAttempt {
+  requestId: string | null | undefined
+  readonly #controller = new AbortController()
+  readonly #signal: AbortSignal | undefined
+  readonly #timeoutMs: number
+  readonly #assembler: StreamAssembler
+  #iterator: AsyncIterator<Anthropic.RawMessageStreamEvent> | undefined
+  #timer: NodeJS.Timeout | undefined
+  #timedOut = false
+
+  constructor (signal: AbortSignal | undefined, timeoutMs: number, model: string) {
+    this.#signal = signal
+    this.#timeoutMs = timeoutMs
+    this.#assembler = new StreamAssembler(model)
+  }
+
+  /** Sends the request and waits for the response headers. */
+  async open (client: Anthropic, params: CreateParams): Promise<void> {
+    this.#arm()
+    const signal = this.#signal === undefined ? this.#controller.signal : AbortSignal.any([this.#signal, this.#controller.signal])
+    const { data, request_id: requestId } = await this.#guard(
+      client.messages.create({ ...params, stream: true }, { signal, timeout: this.#timeoutMs, maxRetries: 0 }).withResponse())
+    this.requestId = requestId
+    this.#iterator = data[Symbol.asyncIterator]()
+    clearTimeout(this.#timer)
+  }
+
+  /**
+   * Reads raw events until one makes an event to yield; the last is the assembled message. The idle
+   * timer runs only while we wait for upstream data, never while the caller holds a yielded event.
+   */
+  async next (): Promise<ModelStreamEvent> {
+    const iterator = this.#iterator
+    if (iterator === undefined) throw new Error('stream attempt not open')
+    this.#arm()
+    try {
+      for (;;) {
+        const result = await this.#guard(iterator.next())
+        // The SDK ends its iterator quietly when the request is aborted: tell why it ended.
+        if (result.done === true) throw this.#stopReason() ?? new IncompleteStreamError('Anthropic stream ended before message_stop')
+        this.#timer?.refresh()
+        const event = this.#assembler.apply(result.value, this.requestId)
+        if (event !== undefined) return event
+      }
+    } finally {
+      clearTimeout(this.#timer)
+    }
+  }
+
+  /** Stops the attempt: clears the timer and aborts the upstream request if it is still open. */
+  cancel (): void {
+    clearTimeout(this.#timer)
+    this.#controller.abort()
+  }
+
+  #arm (): void {
+    clearTimeout(this.#timer)
+    this.#timer = setTimeout(() => {
+      this.#timedOut = true
+      this.#controller.abort()
+    }, this.#timeoutMs)
+  }
+
+  async #guard<T> (promise: Promise<T>): Promise<T> {
+    try {
+      return await promise
+    } catch (error) {
+      throw this.#stopReason() ?? error
+    }
+  }
+
+  #stopReason (): Error | undefined {
+    if (this.#signal?.aborted === true) return new AbortError(undefined, { cause: this.#signal.reason })
+    if (this.#timedOut) return new UpstreamTimeoutError(`no data from the Anthropic API for ${this.#timeoutMs} ms`)
+    return undefined
+  }
+}
+
+/**
+ * Creates the Anthropic provider. The SDK's own retries are disabled (`maxRetries: 0`): it honours
+ * `retry-after` with no upper bound and has its own back-off, so it cannot keep LLM_RETRY_MAX_SECONDS;
+ * {@link withRetry} applies DECISIONS section 8 instead. `temperature` is forwarded (clamped to 0..1)
+ * only with `apiVersion: '2023-06-01'`.
+ */
+export function createAnthropicProvider (options: AnthropicProviderOptions): LLMProvider {
+  const timeoutMs = Math.max(1, Math.round(options.timeoutSeconds * 1000))
+  const legacyVersion = options.apiVersion === LEGACY_API_VERSION
+  const logger = options.logger
+  const policy: RetryPolicy = {
+    maxAttempts: options.maxAttempts,
+    minSeconds: options.retryMinSeconds,
+    maxSeconds: options.retryMaxSeconds,
+  }
+  const client = new Anthropic({
+    apiKey: options.apiKey,
+    ...(options.baseURL === undefined ? {} : { baseURL: options.baseURL }),
+    ...(options.apiVersion === undefined ? {} : { defaultHeaders: { 'anthropic-version': options.apiVersion } }),
+    maxRetries: 0,
+    timeout: timeoutMs,
+  })
+  if (!legacyVersion) {
+    logger?.info({ apiVersion: options.apiVersion ?? 'sdk default' },
+      `temperature is not sent to the model: only anthropic-version ${LEGACY_API_VERSION} accepts it`)
+  }
+
+  const onRetry = (model: string) => (info: RetryInfo): void => {
+    logger?.warn({
+      model,
+      attempt: info.attempt,
+      delayMs: info.delayMs,
+      retryAfterSeconds: info.retryAfterSeconds,
+      requestId: errorRequestId(info.error),
+      err: causeText(info.error),
+    }, 'Anthropic call failed, retrying')
+  }
+
+  /** What a failed call throws: an AbortError for an abort, else a logged LLMServiceError. */
+  const failure = (error: unknown, request: ModelRequest): Error => {
+    if (request.signal?.aborted === true || isAbortError(error)) {
+      return error instanceof AbortError ? error : new AbortError(undefined, { cause: error })
+    }
+    const serviceError = toServiceError(error, options.timeoutSeconds)
+    logger?.error({ model: request.model, requestId: errorRequestId(error), statusCode: serviceError.statusCode, err: serviceError.message },
+      'Anthropic call failed')
+    return serviceError
+  }
+
+  return {
+    name: 'anthropic',
+
+    async complete (request: ModelRequest): Promise<ModelResponse> {
+      const params = toParams(request, legacyVersion)
+      const requestOptions = { timeout: timeoutMs, maxRetries: 0, ...(request.signal === undefined ? {} : { signal: request.signal }) }
+      try {
+        const response = await withRetry(async () => {
+          const { data, request_id: requestId } = await client.messages.create(params, requestOptions).withResponse()
+          return toResponse(data, requestId)
+        }, policy, { ...(request.signal === undefined ? {} : { signal: request.signal }), onRetry: onRetry(request.model) })
+        logger?.debug?.({ model: response.model, requestId: response.requestId, usage: response.usage }, 'Anthropic call done')
+        return response
+      } catch (error) {
+        throw failure(error, request)
+      }
+    },
+
+    async * stream (request: ModelRequest): AsyncGenerator<ModelStreamEvent> {
+      const params = toParams(request, legacyVersion)
+      let attempt: StreamAttempt | undefined
+      let event: ModelStreamEvent
+      try {
+        // Retried only up to the first event we yield: after that the caller has seen output.
+        [attempt, event] = await withRetry(async () => {
+          const candidate = new StreamAttempt(request.signal, timeoutMs, request.model)
+          try {
+            await candidate.open(client, params)
+            return [candidate, await candidate.next()] as const
+          } catch (error) {
+            candidate.cancel()
+            throw error
+          }
+        }, policy, { ...(request.signal === undefined ? {} : { signal: request.signal }), onRetry: onRetry(request.model) })
+      } catch (error) {
+        throw failure(error, request)
+      }
+      try {
+        for (;;) {
+          yield event
+          if (event.type === 'message') {
+            logger?.debug?.({ model: event.message.model, requestId: event.message.requestId, usage: event.message.usage }, 'Anthropic stream done')
+            return
+          }
+          event = await attempt.next()
+        }
+      } catch (error) {
+        throw failure(error, request)
+      } finally {
+        attempt.cancel()
+      }
+    },
+
+    async close (): Promise<void> {},
+  }
+}

@@ -1,0 +1,144 @@
+// Offline provider (DECISIONS section 3): no network, deterministic echo, tool calls from simple rules.
+import { throwIfAborted } from './abort.js'
+import type {
+  ChatTurn, ContentBlock, LLMProvider, ModelRequest, ModelResponse, ModelStreamEvent, TextBlock, ToolUseBlock,
+} from './types.js'
+
+/** The model name the offline provider reports. */
+export const OFFLINE_MODEL = 'offline'
+
+export interface OfflineProviderOptions {
+  /** Knowledge-base keys: a user message containing one (case-insensitive) calls search_knowledge_base. */
+  knowledgeKeys?: string[]
+  /** Finds an arithmetic expression in a message (lib/tools/calculator.ts `findArithmeticExpression`). */
+  findExpression?: (text: string) => string | null
+}
+
+const CALCULATOR = 'calculate_expression'
+const KNOWLEDGE_BASE = 'search_knowledge_base'
+
+/** Splits text into chunks that keep their leading whitespace, so they concatenate to the exact text. */
+export function wordChunks (text: string): string[] {
+  const chunks: string[] = text.match(/\s*\S+/g) ?? []
+  const rest = text.slice(chunks.join('').length)
+  if (rest !== '') {
+    if (chunks.length === 0) chunks.push(rest)
+    else chunks[chunks.length - 1] += rest
+  }
+  return chunks
+}
+
+/** Estimated tokens: ceil(chars / 4). */
+export function estimateTokens (text: string): number {
+  return Math.ceil(text.length / 4)
+}
+
+function blocks (turn: ChatTurn): ContentBlock[] {
+  return typeof turn.content === 'string' ? [{ type: 'text', text: turn.content }] : turn.content
+}
+
+function turnText (turn: ChatTurn): string {
+  if (typeof turn.content === 'string') return turn.content
+  return turn.content.filter((b): b is TextBlock => b.type === 'text').map((b) => b.text).join(' ')
+}
+
+/** Characters a turn costs: text, tool input JSON and tool results; images are not counted. */
+function turnChars (turn: ChatTurn): number {
+  let chars = 0
+  for (const block of blocks(turn)) {
+    if (block.type === 'text') chars += block.text.length
+    else if (block.type === 'tool_use') chars += block.name.length + JSON.stringify(block.input).length
+    else if (block.type === 'tool_result') chars += block.content.length
+  }
+  return chars
+}
+
+function answerFromToolResults (messages: ChatTurn[], last: ChatTurn): string | undefined {
+  const results = blocks(last).filter((b) => b.type === 'tool_result')
+  if (results.length === 0) return undefined
+  const toolNames = new Map<string, string>()
+  for (const turn of messages) {
+    for (const block of blocks(turn)) if (block.type === 'tool_use') toolNames.set(block.id, block.name)
+  }
+  return results.map((result) => {
+    const name = toolNames.get(result.tool_use_id) ?? 'tool'
+    const content = result.content.trim()
+    if (result.is_error === true) return `The ${name} tool failed: ${content}`
+    if (name === CALCULATOR) return /^calculation error/i.test(content) ? content : `The result is ${content}.`
+    return content
+  }).join('\n\n')
+}
+
+/**
+ * Creates the offline provider: answers `Echo: <last user message>`; with tools enabled, calls
+ * calculate_expression when the message holds an arithmetic expression (found by
+ * `findExpression`), else search_knowledge_base when it contains a knowledge-base key; when the
+ * last turn brings tool results, answers from them (`The result is 14.`, the document text).
+ * Streams word by word. Usage is estimated as ceil(chars / 4).
+ */
+export function createOfflineProvider (options: OfflineProviderOptions = {}): LLMProvider {
+  const knowledgeKeys = (options.knowledgeKeys ?? []).filter((key) => key !== '')
+
+  function respond (request: ModelRequest): ModelResponse {
+    const { messages } = request
+    const inputTokens = Math.ceil(messages.reduce((sum, turn) => sum + turnChars(turn), request.system?.length ?? 0) / 4)
+    const lastTurn = messages.at(-1)
+    const fromTools = lastTurn?.role === 'user' ? answerFromToolResults(messages, lastTurn) : undefined
+    const lastUser = [...messages].reverse().find((turn) => turn.role === 'user')
+    const text = lastUser === undefined ? '' : turnText(lastUser)
+    const toolNames = new Set((request.tools ?? []).map((tool) => tool.name))
+
+    let call: { name: string, input: Record<string, unknown> } | undefined
+    if (fromTools === undefined) {
+      const expression = toolNames.has(CALCULATOR) ? options.findExpression?.(text) ?? null : null
+      const lower = text.toLowerCase()
+      if (expression !== null) call = { name: CALCULATOR, input: { expression } }
+      else if (toolNames.has(KNOWLEDGE_BASE) && knowledgeKeys.some((key) => lower.includes(key.toLowerCase()))) {
+        call = { name: KNOWLEDGE_BASE, input: { query: text } }
+      }
+    }
+    if (call !== undefined) {
+      const earlierCalls = messages.reduce((n, turn) => n + blocks(turn).filter((b) => b.type === 'tool_use').length, 0)
+      const block: ToolUseBlock = { type: 'tool_use', id: `toolu_offline_${earlierCalls + 1}`, ...call }
+      return {
+        model: OFFLINE_MODEL,
+        content: [block],
+        stopReason: 'tool_use',
+        usage: { input_tokens: inputTokens, output_tokens: estimateTokens(call.name + JSON.stringify(call.input)) },
+      }
+    }
+    const reply = fromTools ?? `Echo: ${text}`
+    return {
+      model: OFFLINE_MODEL,
+      content: [{ type: 'text', text: reply }],
+      stopReason: 'end_turn',
+      usage: { input_tokens: inputTokens, output_tokens: estimateTokens(reply) },
+    }
+  }
+
+  return {
+    name: 'offline',
+
+    async complete (request: ModelRequest): Promise<ModelResponse> {
+      throwIfAborted(request.signal)
+      return respond(request)
+    },
+
+    async * stream (request: ModelRequest): AsyncGenerator<ModelStreamEvent> {
+      throwIfAborted(request.signal)
+      const message = respond(request)
+      for (const block of message.content) {
+        if (block.type !== 'text') continue
+        for (const chunk of wordChunks(block.text)) {
+          await new Promise<void>((resolve) => { setImmediate(resolve) })
+          throwIfAborted(request.signal)
+          yield { type: 'text', text: chunk }
+        }
+      }
+      throwIfAborted(request.signal)
+      yield { type: 'message', message }
+    },
+
+    async close (): Promise<void> {},
+  }
+}

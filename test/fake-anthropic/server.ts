@@ -1,0 +1,399 @@
+// A fake Anthropic Messages API on a real port, scriptable per test, exact to the wire format the SDK parses.
+import { EventEmitter, once } from 'node:events'
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import {
+  errorBody, errorTypeFor, estimateTokens, evenChunks, type FakeContentBlock, type FakeMessage, type FakeUsage,
+  messageFrames, sseFrame, wordChunks,
+} from './wire.js'
+
+export type { FakeContentBlock, FakeMessage, FakeUsage } from './wire.js'
+
+/** A tool call the fake model makes. `id` defaults to `toolu_fake_<request>_<index>`. */
+export interface FakeToolCall { name: string, input: Record<string, unknown>, id?: string }
+
+/**
+ * What the fake answers to one `POST /v1/messages`; each request takes the next script of the queue.
+ * `delayMs` waits before the response headers. In streams text goes out word by word (leading
+ * whitespace kept) unless `chunks` asks for N even slices; `chunkDelayMs` waits between text deltas.
+ */
+export type FakeScript =
+  | { kind: 'text', text: string, chunks?: number, chunkDelayMs?: number, delayMs?: number, stopReason?: string, usage?: Partial<FakeUsage> }
+  | { kind: 'tool_use', tools: FakeToolCall[], text?: string, delayMs?: number, usage?: Partial<FakeUsage> }
+  | { kind: 'error', status: number, errorType?: string, message?: string, retryAfter?: number | string, delayMs?: number }
+  /** Destroys the socket without answering. */
+  | { kind: 'reset', delayMs?: number }
+  /** Never answers; the request stays open until the client gives up or the fake closes. */
+  | { kind: 'hang' }
+  /**
+   * Starts a 200 answer, sends `text` (stream: message_start and text deltas; JSON: half a body),
+   * then fails: `then: 'error'` sends an SSE `event: error` frame and ends the stream (in JSON mode
+   * it resets like `'reset'`), `then: 'reset'` destroys the socket.
+   */
+  | { kind: 'midstream', text: string, then: 'error' | 'reset', errorType?: string, message?: string, chunkDelayMs?: number }
+
+/** The parsed JSON body of a request, as the client sent it. */
+export interface FakeRequestBody {
+  model?: string
+  system?: unknown
+  messages?: Array<{ role: string, content: unknown }>
+  max_tokens?: number
+  temperature?: number
+  stream?: boolean
+  tools?: Array<Record<string, unknown>>
+  [key: string]: unknown
+}
+
+/** One request the fake received. */
+export interface FakeRequest {
+  method: string
+  path: string
+  headers: IncomingHttpHeaders
+  body: FakeRequestBody
+  /** Script kind that answered it, `default` for the echo, `rejected` for a validation 400/401/404. */
+  answeredWith: FakeScript['kind'] | 'default' | 'rejected'
+  /** The client closed the connection before the response was complete. */
+  aborted: boolean
+  /** The response was completely written. */
+  finished: boolean
+  startedAt: number
+  closedAt?: number
+}
+
+export interface FakeAnthropicOptions {
+  /** Default reply (queue empty): this many tokens (`token token ...`, one per stream chunk) instead of the echo. */
+  tokensPerReply?: number
+  /** Default reply (queue empty): wait before the headers and between stream chunks. Default 0. */
+  delayMs?: number
+  /** Answer 400 to temperature/top_p/top_k unless `anthropic-version: 2023-06-01` (as the API does). Default true. */
+  rejectSamplingParams?: boolean
+}
+
+const SAMPLING_PARAMS = ['temperature', 'top_p', 'top_k'] as const
+
+/** The fake server. Start it with {@link startFakeAnthropic}. */
+export class FakeAnthropic {
+  /** Every request received, in arrival order. */
+  readonly requests: FakeRequest[] = []
+  /** Base URL to give the SDK (`baseURL`). */
+  url = ''
+  /** Requests open right now. */
+  active = 0
+  /** Highest number of requests that were open at the same time. */
+  maxConcurrent = 0
+
+  readonly #server: Server
+  readonly #options: FakeAnthropicOptions
+  readonly #queue: FakeScript[] = []
+  readonly #events = new EventEmitter()
+  readonly #timers = new Set<() => void>()
+  #closing = false
+  #serial = 0
+
+  constructor (options: FakeAnthropicOptions = {}) {
+    this.#options = options
+    this.#server = createServer((req, res) => { this.#handle(req, res) })
+    this.#events.setMaxListeners(0)
+  }
+
+  /** Queues scripts answered by the next requests in order. */
+  enqueue (...scripts: FakeScript[]): this {
+    this.#queue.push(...scripts)
+    return this
+  }
+
+  /** Scripts not used yet. */
+  get pending (): number {
+    return this.#queue.length
+  }
+
+  /** Forgets recorded requests, queued scripts and the concurrency high-water mark. */
+  reset (): void {
+    this.requests.length = 0
+    this.#queue.length = 0
+    this.maxConcurrent = this.active
+  }
+
+  /** Resolves once at least `count` requests have arrived. */
+  async waitForRequests (count: number): Promise<void> {
+    while (this.requests.length < count) await once(this.#events, 'request')
+  }
+
+  /** Resolves when request `index` (default: the latest) has closed, finished or aborted. */
+  async settled (index = this.requests.length - 1): Promise<FakeRequest> {
+    await this.waitForRequests(index + 1)
+    const record = this.requests[index]
+    if (record === undefined) throw new Error(`no request ${index}`)
+    while (record.closedAt === undefined) await once(this.#events, 'close')
+    return record
+  }
+
+  /** Listens on 127.0.0.1, a free port. */
+  async listen (): Promise<this> {
+    this.#server.listen(0, '127.0.0.1')
+    await once(this.#server, 'listening')
+    const { port } = this.#server.address() as AddressInfo
+    this.url = `http://127.0.0.1:${port}`
+    return this
+  }
+
+  /** Stops at once: pending waits end, open connections are destroyed. */
+  async close (): Promise<void> {
+    this.#closing = true
+    for (const cancel of [...this.#timers]) cancel()
+    const closed = new Promise<void>((resolve) => { this.#server.close(() => { resolve() }) })
+    this.#server.closeAllConnections()
+    await closed
+  }
+
+  #handle (req: IncomingMessage, res: ServerResponse): void {
+    const record: FakeRequest = {
+      method: req.method ?? 'GET',
+      path: new URL(req.url ?? '/', 'http://fake').pathname,
+      headers: req.headers,
+      body: {},
+      answeredWith: 'default',
+      aborted: false,
+      finished: false,
+      startedAt: Date.now(),
+    }
+    const serial = ++this.#serial
+    let destroyedByServer = false
+    this.active++
+    this.maxConcurrent = Math.max(this.maxConcurrent, this.active)
+    res.on('close', () => {
+      this.active--
+      record.finished = res.writableFinished
+      record.aborted = !res.writableFinished && !destroyedByServer && !this.#closing
+      record.closedAt = Date.now()
+      this.#events.emit('close', record)
+    })
+    const destroy = (): void => {
+      destroyedByServer = true
+      req.socket.destroy()
+    }
+
+    const chunks: Buffer[] = []
+    req.on('data', (chunk: Buffer) => { chunks.push(chunk) })
+    req.on('end', () => {
+      try {
+        const parsed: unknown = JSON.parse(Buffer.concat(chunks).toString('utf8'))
+        if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) record.body = parsed as FakeRequestBody
+      } catch {}
+      this.requests.push(record)
+      this.#events.emit('request', record)
+      this.#answer(record, serial, res, destroy).catch((error: unknown) => {
+        if (!res.headersSent) this.#sendError(res, serial, 500, 'api_error', String(error))
+        else destroy()
+      })
+    })
+  }
+
+  async #answer (record: FakeRequest, serial: number, res: ServerResponse, destroy: () => void): Promise<void> {
+    const rejection = this.#validate(record)
+    if (rejection !== undefined) {
+      record.answeredWith = 'rejected'
+      this.#sendError(res, serial, rejection.status, errorTypeFor(rejection.status), rejection.message)
+      return
+    }
+    const body = record.body
+    const stream = body.stream === true
+    const script = this.#queue.shift()
+    record.answeredWith = script?.kind ?? 'default'
+    const model = typeof body.model === 'string' ? body.model : 'claude-fake'
+    const inputTokens = estimateTokens(JSON.stringify(body.system ?? '') + JSON.stringify(body.messages ?? []))
+
+    if (script === undefined) {
+      const { text, chunks } = this.#defaultReply(body)
+      const delayMs = this.#options.delayMs ?? 0
+      if (!await this.#wait(delayMs, res)) return
+      const message = this.#message(serial, model, [{ type: 'text', text }], 'end_turn', inputTokens, chunks.length)
+      if (stream) await this.#sendStream(res, serial, message, chunks, delayMs)
+      else this.#sendJson(res, serial, 200, message)
+      return
+    }
+
+    if (script.kind === 'hang') return
+    if (!await this.#wait(('delayMs' in script ? script.delayMs : undefined) ?? 0, res)) return
+
+    switch (script.kind) {
+      case 'reset':
+        destroy()
+        return
+      case 'error': {
+        const headers: Record<string, string> = {}
+        if (script.retryAfter !== undefined) headers['retry-after'] = String(script.retryAfter)
+        this.#sendError(res, serial, script.status, script.errorType ?? errorTypeFor(script.status),
+          script.message ?? `Fake upstream error ${script.status}`, headers)
+        return
+      }
+      case 'text': {
+        const chunks = script.chunks === undefined ? wordChunks(script.text) : evenChunks(script.text, script.chunks)
+        const message = this.#message(serial, model, [{ type: 'text', text: script.text }], script.stopReason ?? 'end_turn',
+          script.usage?.input_tokens ?? inputTokens, script.usage?.output_tokens ?? estimateTokens(script.text))
+        if (stream) await this.#sendStream(res, serial, message, chunks, script.chunkDelayMs ?? 0)
+        else this.#sendJson(res, serial, 200, message)
+        return
+      }
+      case 'tool_use': {
+        const content: FakeContentBlock[] = []
+        if (script.text !== undefined && script.text !== '') content.push({ type: 'text', text: script.text })
+        script.tools.forEach((tool, i) => {
+          content.push({ type: 'tool_use', id: tool.id ?? `toolu_fake_${serial}_${i}`, name: tool.name, input: tool.input })
+        })
+        const outputTokens = estimateTokens(JSON.stringify(content))
+        const message = this.#message(serial, model, content, 'tool_use',
+          script.usage?.input_tokens ?? inputTokens, script.usage?.output_tokens ?? outputTokens)
+        if (stream) await this.#sendStream(res, serial, message, wordChunks(script.text ?? ''), 0)
+        else this.#sendJson(res, serial, 200, message)
+        return
+      }
+      case 'midstream': {
+        const message = this.#message(serial, model, [], null, inputTokens, 1)
+        if (!stream) {
+          res.writeHead(200, { 'content-type': 'application/json', 'request-id': requestId(serial) })
+          await new Promise<void>((resolve) => { res.write(JSON.stringify(message).slice(0, 40), () => { resolve() }) })
+          destroy()
+          return
+        }
+        const frames = [
+          sseFrame('message_start', { type: 'message_start', message }),
+          sseFrame('ping', { type: 'ping' }),
+          sseFrame('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }),
+          ...wordChunks(script.text).map((text) =>
+            sseFrame('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } })),
+        ]
+        if (!await this.#writeFrames(res, serial, frames, script.chunkDelayMs ?? 0)) return
+        if (script.then === 'reset') {
+          destroy()
+          return
+        }
+        res.end(sseFrame('error', errorBody(script.errorType ?? 'overloaded_error', script.message ?? 'Overloaded')))
+      }
+    }
+  }
+
+  #validate (record: FakeRequest): { status: number, message: string } | undefined {
+    if (record.method !== 'POST' || record.path !== '/v1/messages') return { status: 404, message: `Not found: ${record.method} ${record.path}` }
+    const { headers, body } = record
+    if (headers['x-api-key'] === undefined && headers.authorization === undefined) {
+      return { status: 401, message: 'x-api-key header is required' }
+    }
+    const version = headers['anthropic-version']
+    if (typeof version !== 'string') return { status: 400, message: 'anthropic-version: header is required' }
+    if (typeof body.model !== 'string') return { status: 400, message: 'model: Field required' }
+    if (typeof body.max_tokens !== 'number') return { status: 400, message: 'max_tokens: Field required' }
+    if (!Array.isArray(body.messages)) return { status: 400, message: 'messages: Field required' }
+    if (this.#options.rejectSamplingParams !== false && version !== '2023-06-01') {
+      const param = SAMPLING_PARAMS.find((name) => name in body)
+      if (param !== undefined) return { status: 400, message: `${param}: Extra inputs are not permitted with anthropic-version ${version}` }
+    }
+    return undefined
+  }
+
+  #defaultReply (body: FakeRequestBody): { text: string, chunks: string[] } {
+    const tokens = this.#options.tokensPerReply
+    if (tokens !== undefined) {
+      const chunks = Array.from({ length: tokens }, (_, i) => (i === 0 ? 'token' : ' token'))
+      return { text: chunks.join(''), chunks }
+    }
+    const text = `Echo: ${lastUserText(body)}`
+    return { text, chunks: wordChunks(text) }
+  }
+
+  #message (serial: number, model: string, content: FakeContentBlock[], stopReason: string | null,
+    inputTokens: number, outputTokens: number): FakeMessage {
+    return {
+      id: `msg_fake_${serial}`,
+      type: 'message',
+      role: 'assistant',
+      model,
+      content,
+      stop_reason: stopReason,
+      stop_sequence: null,
+      usage: { input_tokens: inputTokens, output_tokens: outputTokens },
+    }
+  }
+
+  #sendJson (res: ServerResponse, serial: number, status: number, body: unknown, headers: Record<string, string> = {}): void {
+    const payload = JSON.stringify(body)
+    res.writeHead(status, {
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(payload),
+      'request-id': requestId(serial),
+      ...headers,
+    })
+    res.end(payload)
+  }
+
+  #sendError (res: ServerResponse, serial: number, status: number, type: string, message: string,
+    headers: Record<string, string> = {}): void {
+    this.#sendJson(res, serial, status, errorBody(type, message), headers)
+  }
+
+  async #sendStream (res: ServerResponse, serial: number, message: FakeMessage, textChunks: string[], chunkDelayMs: number): Promise<void> {
+    if (await this.#writeFrames(res, serial, messageFrames(message, textChunks), chunkDelayMs)) res.end()
+  }
+
+  /** Writes SSE frames (headers first), waiting `chunkDelayMs` before each delta but the first. False if the client left. */
+  async #writeFrames (res: ServerResponse, serial: number, frames: string[], chunkDelayMs: number): Promise<boolean> {
+    if (!res.headersSent) {
+      res.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache',
+        connection: 'keep-alive',
+        'request-id': requestId(serial),
+      })
+    }
+    let deltas = 0
+    for (const frame of frames) {
+      if (frame.startsWith('event: content_block_delta') && deltas++ > 0 && !await this.#wait(chunkDelayMs, res)) return false
+      if (res.destroyed) return false
+      await new Promise<void>((resolve) => { res.write(frame, () => { resolve() }) })
+    }
+    return !res.destroyed
+  }
+
+  /** Waits `ms` unless the response closes or the fake shuts down first; true when still open. */
+  async #wait (ms: number, res: ServerResponse): Promise<boolean> {
+    if (ms > 0 && !this.#closing && !res.destroyed) {
+      await new Promise<void>((resolve) => {
+        const done = (): void => {
+          clearTimeout(timer)
+          res.off('close', done)
+          this.#timers.delete(done)
+          resolve()
+        }
+        const timer = setTimeout(done, ms)
+        res.on('close', done)
+        this.#timers.add(done)
+      })
+    }
+    return !this.#closing && !res.destroyed
+  }
+}
+
+function requestId (serial: number): string {
+  return `req_fake_${String(serial).padStart(6, '0')}`
+}
+
+/** Text of the last user turn: its string, or its text and tool_result blocks joined by spaces. */
+export function lastUserText (body: FakeRequestBody): string {
+  const turn = [...(body.messages ?? [])].reverse().find((m) => m.role === 'user')
+  if (turn === undefined) return ''
+  if (typeof turn.content === 'string') return turn.content
+  if (!Array.isArray(turn.content)) return ''
+  const parts: string[] = []
+  for (const block of turn.content as unknown[]) {
+    if (typeof block !== 'object' || block === null) continue
+    const { type, text, content } = block as { type?: unknown, text?: unknown, content?: unknown }
+    if (type === 'text' && typeof text === 'string') parts.push(text)
+    if (type === 'tool_result' && typeof content === 'string') parts.push(content)
+  }
+  return parts.join(' ')
+}
+
+/** Starts a fake Anthropic server on 127.0.0.1 and a free port; close it with `fake.close()`. */
+export async function startFakeAnthropic (options: FakeAnthropicOptions = {}): Promise<FakeAnthropic> {
+  return await new FakeAnthropic(options).listen()
+}

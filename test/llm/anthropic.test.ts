@@ -1,0 +1,323 @@
+// Anthropic provider through the real SDK over HTTP against the fake server: mapping, retries, streams, aborts.
+import { test } from 'tap'
+import { pino } from 'pino'
+import { LLMServiceError } from '../../lib/errors.js'
+import { isAbortError } from '../../lib/llm/abort.js'
+import { createAnthropicProvider, type AnthropicProviderOptions, type LLMLogger } from '../../lib/llm/anthropic.js'
+import type { ChatTurn, ModelRequest, ModelStreamEvent } from '../../lib/llm/types.js'
+import { startFakeAnthropic } from '../fake-anthropic/server.js'
+
+const MODEL = 'claude-sonnet-4-6'
+
+interface LogLine { level: string, obj: Record<string, unknown>, msg: string | undefined }
+
+async function setup (t: { teardown: (fn: () => unknown) => void }, overrides: Partial<AnthropicProviderOptions> = {}) {
+  const fake = await startFakeAnthropic()
+  t.teardown(() => fake.close())
+  const logs: LogLine[] = []
+  const log = (level: string) => (obj: Record<string, unknown>, msg?: string) => { logs.push({ level, obj, msg }) }
+  const provider = createAnthropicProvider({
+    apiKey: 'test-key',
+    baseURL: fake.url,
+    maxAttempts: 3,
+    retryMinSeconds: 0.05,
+    retryMaxSeconds: 0.2,
+    timeoutSeconds: 5,
+    logger: { info: log('info'), warn: log('warn'), error: log('error') },
+    ...overrides,
+  })
+  t.teardown(() => provider.close())
+  return { fake, provider, logs }
+}
+
+function request (content: string | ChatTurn[], extra: Partial<ModelRequest> = {}): ModelRequest {
+  const messages: ChatTurn[] = typeof content === 'string' ? [{ role: 'user', content }] : content
+  return { model: MODEL, maxTokens: 256, messages, ...extra }
+}
+
+async function collect (events: AsyncIterable<ModelStreamEvent>): Promise<{ text: string, events: ModelStreamEvent[] }> {
+  const all: ModelStreamEvent[] = []
+  let text = ''
+  for await (const event of events) {
+    all.push(event)
+    if (event.type === 'text') text += event.text
+  }
+  return { text, events: all }
+}
+
+async function rejection (promise: Promise<unknown>): Promise<unknown> {
+  return await promise.then(() => { throw new Error('expected a rejection') }, (error: unknown) => error)
+}
+
+test('a pino logger fits LLMLogger', async (t) => {
+  const logger: LLMLogger = pino({ level: 'silent' })
+  t.type(logger.info, 'function')
+})
+
+test('request mapping: system, roles, blocks, model, max_tokens, tools; no temperature by default', async (t) => {
+  const { fake, provider, logs } = await setup(t)
+  const messages: ChatTurn[] = [
+    { role: 'user', content: [{ type: 'text', text: 'what is on this?' }, { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } }] },
+    { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'calculate_expression', input: { expression: '1+1' } }] },
+    { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: '2' }] },
+  ]
+  const tools = [{ name: 'calculate_expression', description: 'math', input_schema: { type: 'object' as const, properties: { expression: { type: 'string' } }, required: ['expression'] } }]
+  await provider.complete(request(messages, { system: 'You are terse.', temperature: 0.7, maxTokens: 99, tools }))
+  const sent = fake.requests[0]
+  t.same(sent?.body, { model: MODEL, max_tokens: 99, system: 'You are terse.', messages, tools })
+  t.notOk(sent !== undefined && 'temperature' in sent.body, 'temperature not sent')
+  t.equal(sent?.headers['anthropic-version'], '2026-10-21')
+  t.equal(sent?.headers.authorization, 'Bearer test-key')
+  t.ok(logs.some((l) => l.level === 'info' && /temperature is not sent/.test(l.msg ?? '')), 'said so once at startup')
+
+  await provider.complete(request('no system'))
+  t.notOk(fake.requests[1] !== undefined && 'system' in fake.requests[1].body)
+})
+
+test('temperature is sent, clamped to 0..1, only with apiVersion 2023-06-01', async (t) => {
+  const { fake, provider } = await setup(t, { apiVersion: '2023-06-01' })
+  await provider.complete(request('hi', { temperature: 1.7 }))
+  await provider.complete(request('hi', { temperature: 0.3 }))
+  await provider.complete(request('hi'))
+  t.equal(fake.requests[0]?.headers['anthropic-version'], '2023-06-01')
+  t.equal(fake.requests[0]?.body.temperature, 1)
+  t.equal(fake.requests[1]?.body.temperature, 0.3)
+  t.notOk(fake.requests[2] !== undefined && 'temperature' in fake.requests[2].body)
+})
+
+test('apiVersion sets the anthropic-version header', async (t) => {
+  const { fake, provider } = await setup(t, { apiVersion: '2025-01-01' })
+  await provider.complete(request('hi', { temperature: 0.5 }))
+  t.equal(fake.requests[0]?.headers['anthropic-version'], '2025-01-01')
+  t.notOk(fake.requests[0] !== undefined && 'temperature' in fake.requests[0].body)
+})
+
+test('response: content, stop reason, usage, model, request id; tool_use blocks', async (t) => {
+  const { fake, provider } = await setup(t)
+  fake.enqueue({ kind: 'text', text: 'Hello!', usage: { input_tokens: 12, output_tokens: 3 } })
+  const reply = await provider.complete(request('hi'))
+  t.same(reply, { model: MODEL, content: [{ type: 'text', text: 'Hello!' }], stopReason: 'end_turn', usage: { input_tokens: 12, output_tokens: 3 }, requestId: 'req_fake_000001' })
+
+  fake.enqueue({ kind: 'tool_use', text: 'Calculating.', tools: [{ name: 'calculate_expression', input: { expression: '2+3*4' }, id: 'toolu_a' }, { name: 'search_knowledge_base', input: { query: 'q' }, id: 'toolu_b' }] })
+  const tools = await provider.complete(request('2+3*4'))
+  t.equal(tools.stopReason, 'tool_use')
+  t.same(tools.content, [
+    { type: 'text', text: 'Calculating.' },
+    { type: 'tool_use', id: 'toolu_a', name: 'calculate_expression', input: { expression: '2+3*4' } },
+    { type: 'tool_use', id: 'toolu_b', name: 'search_knowledge_base', input: { query: 'q' } },
+  ])
+})
+
+test('retries: 429 then success; a connection reset then success', async (t) => {
+  const { fake, provider, logs } = await setup(t)
+  fake.enqueue({ kind: 'error', status: 429, message: 'slow down' }, { kind: 'text', text: 'ok' })
+  const reply = await provider.complete(request('hi'))
+  t.same(reply.content, [{ type: 'text', text: 'ok' }])
+  t.equal(fake.requests.length, 2)
+  const warn = logs.find((l) => l.level === 'warn')
+  t.match(warn?.obj, { attempt: 1, requestId: 'req_fake_000001', err: /slow down/ })
+
+  fake.enqueue({ kind: 'reset' }, { kind: 'text', text: 'after reset' })
+  t.same((await provider.complete(request('hi'))).content, [{ type: 'text', text: 'after reset' }])
+  t.equal(fake.requests.length, 4)
+})
+
+test('500 three times: LLMServiceError 502 with the upstream text, logged with the request id', async (t) => {
+  const { fake, provider, logs } = await setup(t)
+  for (let i = 0; i < 3; i++) fake.enqueue({ kind: 'error', status: 500, message: `internal boom ${i}` })
+  const error = await rejection(provider.complete(request('hi')))
+  t.ok(error instanceof LLMServiceError)
+  t.equal((error as LLMServiceError).statusCode, 502)
+  t.match((error as LLMServiceError).message, /500 api_error: internal boom 2/)
+  t.equal(fake.requests.length, 3)
+  t.match(logs.find((l) => l.level === 'error')?.obj, { requestId: 'req_fake_000003', statusCode: 502 })
+})
+
+test('400 is not retried', async (t) => {
+  const { fake, provider } = await setup(t)
+  fake.enqueue({ kind: 'error', status: 400, message: 'max_tokens: too large' })
+  const error = await rejection(provider.complete(request('hi')))
+  t.ok(error instanceof LLMServiceError)
+  t.match((error as Error).message, /400 invalid_request_error: max_tokens: too large/)
+  t.equal(fake.requests.length, 1)
+})
+
+test('back-off: retry-after honoured and clamped to [min, max]; exponential clamped to max', async (t) => {
+  const { fake, provider } = await setup(t, { maxAttempts: 2 })
+  const gap = async (script: { retryAfter?: number }): Promise<number> => {
+    fake.reset()
+    fake.enqueue({ kind: 'error', status: 429, ...script }, { kind: 'text', text: 'ok' })
+    await provider.complete(request('hi'))
+    const [first, second] = fake.requests
+    return (second?.startedAt ?? 0) - (first?.closedAt ?? 0)
+  }
+  const honoured = await gap({ retryAfter: 0.1 })
+  t.ok(honoured >= 90 && honoured < 180, `retry-after 0.1 s waited ${honoured} ms`)
+  const clampedHigh = await gap({ retryAfter: 30 })
+  t.ok(clampedHigh >= 190 && clampedHigh < 600, `retry-after 30 s waited ${clampedHigh} ms (max 0.2 s)`)
+  const clampedLow = await gap({ retryAfter: 0 })
+  t.ok(clampedLow >= 45 && clampedLow < 150, `retry-after 0 waited ${clampedLow} ms (min 0.05 s)`)
+  const exponential = await gap({})
+  t.ok(exponential >= 190 && exponential < 600, `no retry-after waited ${exponential} ms (1 s clamped to 0.2 s)`)
+})
+
+test('529 exhausted keeps the retry-after for the caller', async (t) => {
+  const { fake, provider } = await setup(t, { maxAttempts: 1 })
+  fake.enqueue({ kind: 'error', status: 529, message: 'Overloaded', retryAfter: 7 })
+  const error = await rejection(provider.complete(request('hi')))
+  t.ok(error instanceof LLMServiceError)
+  t.equal((error as LLMServiceError).retryAfter, 7)
+  t.match((error as Error).message, /529 overloaded_error: Overloaded/)
+})
+
+test('timeout: each attempt is cut, then LLMServiceError 504', async (t) => {
+  const { fake, provider } = await setup(t, { timeoutSeconds: 0.2, maxAttempts: 2 })
+  fake.enqueue({ kind: 'hang' }, { kind: 'hang' })
+  const started = Date.now()
+  const error = await rejection(provider.complete(request('hi')))
+  const elapsed = Date.now() - started
+  t.ok(error instanceof LLMServiceError)
+  t.equal((error as LLMServiceError).statusCode, 504)
+  t.match((error as Error).message, /timed out/)
+  t.equal(fake.requests.length, 2)
+  t.ok(elapsed >= 400 && elapsed < 1500, `two attempts and a wait took ${elapsed} ms`)
+  t.equal((await fake.settled(1)).aborted, true)
+
+  fake.enqueue({ kind: 'hang' }, { kind: 'hang' })
+  const streamError = await rejection(collect(provider.stream(request('hi'))))
+  t.equal((streamError as LLMServiceError).statusCode, 504)
+})
+
+test('stream: text deltas reassemble exactly, then one message with usage and request id', async (t) => {
+  const { fake, provider } = await setup(t)
+  const text = '  Leading spaces.\nLine two\n\n- item\ttab  '
+  fake.enqueue({ kind: 'text', text, usage: { input_tokens: 11, output_tokens: 22 } })
+  const { text: streamed, events } = await collect(provider.stream(request('hi')))
+  t.equal(streamed, text)
+  t.ok(events.filter((e) => e.type === 'text').length > 3, 'several text events')
+  const last = events.at(-1)
+  t.same(last, { type: 'message', message: { model: MODEL, content: [{ type: 'text', text }], stopReason: 'end_turn', usage: { input_tokens: 11, output_tokens: 22 }, requestId: 'req_fake_000001' } })
+  t.equal(events.filter((e) => e.type === 'message').length, 1)
+  t.equal(fake.requests[0]?.body.stream, true)
+
+  fake.enqueue({ kind: 'text', text: 'abcdefghijkl', chunks: 4 })
+  t.equal((await collect(provider.stream(request('hi')))).text, 'abcdefghijkl')
+})
+
+test('stream: tool_use input assembled from partial JSON, text before it', async (t) => {
+  const { fake, provider } = await setup(t)
+  fake.enqueue({
+    kind: 'tool_use',
+    text: 'Let me look.',
+    tools: [
+      { name: 'calculate_expression', input: { expression: '(2 + 3) * 4' }, id: 'toolu_x' },
+      { name: 'search_knowledge_base', input: { query: 'what is fastify?', nested: { list: [1, 'two'] } }, id: 'toolu_y' },
+    ],
+  })
+  const { text, events } = await collect(provider.stream(request('go')))
+  t.equal(text, 'Let me look.')
+  const last = events.at(-1)
+  t.equal(last?.type, 'message')
+  if (last?.type !== 'message') return
+  t.equal(last.message.stopReason, 'tool_use')
+  t.same(last.message.content, [
+    { type: 'text', text: 'Let me look.' },
+    { type: 'tool_use', id: 'toolu_x', name: 'calculate_expression', input: { expression: '(2 + 3) * 4' } },
+    { type: 'tool_use', id: 'toolu_y', name: 'search_knowledge_base', input: { query: 'what is fastify?', nested: { list: [1, 'two'] } } },
+  ])
+})
+
+test('stream: retried before the first event, never after it', async (t) => {
+  const { fake, provider } = await setup(t)
+  fake.enqueue({ kind: 'error', status: 529, message: 'Overloaded' }, { kind: 'midstream', text: '', then: 'error' }, { kind: 'text', text: 'third time' })
+  t.equal((await collect(provider.stream(request('hi')))).text, 'third time')
+  t.equal(fake.requests.length, 3)
+
+  fake.reset()
+  fake.enqueue({ kind: 'midstream', text: 'partial answer', then: 'error', errorType: 'overloaded_error', message: 'Overloaded mid-stream' })
+  const seen: string[] = []
+  const error = await rejection((async () => {
+    for await (const event of provider.stream(request('hi'))) if (event.type === 'text') seen.push(event.text)
+  })())
+  t.equal(seen.join(''), 'partial answer')
+  t.ok(error instanceof LLMServiceError)
+  t.match((error as Error).message, /stream error overloaded_error: Overloaded mid-stream/)
+  t.equal(fake.requests.length, 1, 'not retried once text was yielded')
+
+  fake.reset()
+  fake.enqueue({ kind: 'midstream', text: 'cut', then: 'reset' })
+  const reset = await rejection(collect(provider.stream(request('hi'))))
+  t.ok(reset instanceof LLMServiceError)
+  t.match((reset as Error).message, /Anthropic API/)
+  t.equal(fake.requests.length, 1)
+})
+
+test('stream: idle timeout between events after the first is a 504', async (t) => {
+  const { fake, provider } = await setup(t, { timeoutSeconds: 0.15 })
+  fake.enqueue({ kind: 'text', text: 'one two three', chunkDelayMs: 500 })
+  const error = await rejection(collect(provider.stream(request('hi'))))
+  t.equal((error as LLMServiceError).statusCode, 504)
+  t.equal((await fake.settled(0)).aborted, true)
+})
+
+test('stream: a slow consumer does not trip the idle timeout', async (t) => {
+  const { fake, provider } = await setup(t, { timeoutSeconds: 0.1 })
+  fake.enqueue({ kind: 'text', text: 'one two three' })
+  let text = ''
+  for await (const event of provider.stream(request('hi'))) {
+    if (event.type === 'text') text += event.text
+    await new Promise((resolve) => setTimeout(resolve, 150))
+  }
+  t.equal(text, 'one two three')
+})
+
+test('abort mid-stream: AbortError, upstream request aborted within 1 s', async (t) => {
+  const { fake, provider } = await setup(t)
+  fake.enqueue({ kind: 'text', text: 'one two three four five', chunkDelayMs: 300 })
+  const controller = new AbortController()
+  let abortedAt = 0
+  const error = await rejection((async () => {
+    for await (const event of provider.stream(request('hi', { signal: controller.signal }))) {
+      if (event.type === 'text' && abortedAt === 0) {
+        abortedAt = Date.now()
+        controller.abort()
+      }
+    }
+  })())
+  t.ok(isAbortError(error), 'an AbortError')
+  t.notOk(error instanceof LLMServiceError)
+  t.ok(Date.now() - abortedAt < 250, 'the iteration ended at once')
+  const record = await fake.settled(0)
+  t.equal(record.aborted, true)
+  t.ok((record.closedAt ?? Infinity) - abortedAt < 1000, 'the fake saw the abort')
+  t.equal(fake.requests.length, 1)
+
+  fake.enqueue({ kind: 'text', text: 'one two three four five', chunkDelayMs: 300 })
+  for await (const event of provider.stream(request('hi'))) if (event.type === 'text') break
+  t.equal((await fake.settled(1)).aborted, true, 'a consumer that stops early aborts the upstream request')
+})
+
+test('abort: during complete, during a retry wait, and before the call', async (t) => {
+  const { fake, provider } = await setup(t, { retryMinSeconds: 5, retryMaxSeconds: 5 })
+  fake.enqueue({ kind: 'hang' })
+  const during = new AbortController()
+  setTimeout(() => { during.abort() }, 50)
+  const started = Date.now()
+  const error = await rejection(provider.complete(request('hi', { signal: during.signal })))
+  t.ok(isAbortError(error))
+  t.ok(Date.now() - started < 500)
+  t.equal((await fake.settled(0)).aborted, true)
+
+  fake.enqueue({ kind: 'error', status: 503, message: 'unavailable' })
+  const waiting = new AbortController()
+  const waited = Date.now()
+  setTimeout(() => { waiting.abort() }, 100)
+  const waitError = await rejection(collect(provider.stream(request('hi', { signal: waiting.signal }))))
+  t.ok(isAbortError(waitError))
+  t.ok(Date.now() - waited < 1000, 'the 5 s wait was cancelled')
+  t.equal(fake.requests.length, 2)
+
+  const before = await rejection(provider.complete(request('hi', { signal: AbortSignal.abort() })))
+  t.ok(isAbortError(before))
+  t.equal(fake.requests.length, 2)
+})
