@@ -58,7 +58,7 @@ export async function answerJson (app: FastifyInstance, request: FastifyRequest,
  */
 export async function answerStream (
   app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, run: RunRequest, format: StreamFormat,
-  extra?: { usage?: boolean },
+  extra?: { usage?: boolean }
 ): Promise<AgentResult | null> {
   const sse = openSseStream(request, reply, {
     heartbeatMs: app.config.SSE_HEARTBEAT_SECONDS * 1000,
@@ -97,7 +97,7 @@ export async function answerStream (
 /** Writes the exchange to the conversation log once the response is out; a failure is only logged. */
 export function logConversationAfterResponse (
   app: FastifyInstance, request: FastifyRequest, reply: FastifyReply,
-  entry: { conversationId: string, messages: ChatTurn[], result: AgentResult },
+  entry: { conversationId: string, messages: ChatTurn[], result: AgentResult }
 ): void {
   const write = () => {
     app.stores.conversations.write({

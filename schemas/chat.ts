@@ -38,7 +38,7 @@ function agentFields (models: readonly string[]) {
 export function chatRequestSchema (models: readonly string[]) {
   return Type.Object({
     messages: Type.Array(ChatMessage, { minItems: 1, description: 'The conversation, oldest first' }),
-    stream: Type.Optional(Type.Boolean({ default: false, description: 'Answer as an SSE stream (as /api/v1/chat/stream)' })),
+    stream: Type.Optional(Type.Boolean({ description: 'Default false. Answer as an SSE stream (as /api/v1/chat/stream)' })),
     ...agentFields(models),
   }, { description: 'ChatRequest, optionally with AgentRequest fields' })
 }
@@ -62,7 +62,7 @@ export function multimodalRequestSchema (models: readonly string[]) {
       Type.Array(Type.String({ minLength: 1, maxLength: MAX_IMAGE_CHARS }), { maxItems: MAX_IMAGES }),
       Type.Null(),
     ], { description: `Base64 images or data: URLs (png, jpeg, gif, webp), at most ${MAX_IMAGES} of at most 5 MB each; attached to the last user message` })),
-    stream: Type.Optional(Type.Boolean({ default: false, description: 'Answer as an SSE stream' })),
+    stream: Type.Optional(Type.Boolean({ description: 'Default false. Answer as an SSE stream' })),
     ...agentFields(models),
   }, { description: 'MultimodalRequest' })
 }
@@ -103,7 +103,7 @@ export const SessionChatRequest = Type.Object({
     Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9._:-]+$' }),
     Type.Null(),
   ], { description: 'Continue this session; omit to start a new one' })),
-  stream: Type.Optional(Type.Boolean({ default: false, description: 'Answer as an SSE stream (as /chat/stream)' })),
+  stream: Type.Optional(Type.Boolean({ description: 'Default false. Answer as an SSE stream (as /chat/stream)' })),
 })
 
 export const SessionChatResponse = Type.Object({

@@ -29,7 +29,7 @@ export function runRequestFor (app: FastifyInstance, body: ChatRequestBody, defa
 
 /** JSON answer of the versioned layout: model failures are 502 `{detail: "Model call failed: ..."}`. */
 export async function answerAgentJson (
-  app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, run: RunRequest, conversationId = request.id,
+  app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, run: RunRequest, conversationId = request.id
 ): Promise<AgentResponseBody> {
   try {
     const result = await answerJson(app, request, reply, run)
