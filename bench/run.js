@@ -1,0 +1,339 @@
+// `npm run bench`: the service (built JavaScript, every plugin on) against a bare Fastify route, a naive
+// SDK proxy and the fake upstream itself; JSON load, concurrent streams, a soak. See bench/README.md.
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { cpus } from 'node:os'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { chooseLoadgen, runLoad } from './lib/loadgen.js'
+import { CLK_TCK, freePort, memory, startChild, startMeter } from './lib/proc.js'
+import { evaluate, markdownTable } from './lib/report.js'
+import { burst, openStream, streamAgent, summarizeStreams } from './lib/streams.js'
+
+const here = dirname(fileURLToPath(import.meta.url))
+const root = join(here, '..')
+const env = process.env
+const quick = env.BENCH_QUICK === '1'
+const list = (value, fallback) => (value ? value.split(',').map((item) => item.trim()).filter(Boolean) : fallback)
+
+const config = {
+  quick,
+  loadgen: chooseLoadgen(),
+  /** JSON scenarios: connections, warm-up and measured seconds. */
+  connections: Number(env.BENCH_CONNECTIONS ?? 100),
+  warmupSeconds: Number(env.BENCH_WARMUP_SECONDS ?? (quick ? 1 : 3)),
+  seconds: Number(env.BENCH_SECONDS ?? (quick ? 3 : 10)),
+  /** Concurrent streams per burst, and the fake's wait between tokens (one upstream per value). */
+  streamCounts: list(env.BENCH_STREAMS, quick ? ['100', '1000'] : ['100', '1000', '5000']).map(Number),
+  tokenDelays: list(env.BENCH_TOKEN_DELAYS, ['0', '10']).map(Number),
+  tokensPerReply: Number(env.BENCH_TOKENS ?? 50),
+  /** Soak: mixed JSON (autocannon) and streams (kept open continuously), after a warm-up. */
+  soakWarmupSeconds: Number(env.BENCH_SOAK_WARMUP_SECONDS ?? (quick ? 5 : 30)),
+  soakSeconds: Number(env.BENCH_SOAK_SECONDS ?? (quick ? 15 : 300)),
+  soakStreams: Number(env.BENCH_SOAK_STREAMS ?? 200),
+  soakConnections: Number(env.BENCH_SOAK_CONNECTIONS ?? 16),
+  /** Scenarios to run: health, chat, streams, soak. */
+  only: list(env.BENCH_ONLY, ['health', 'chat', 'streams', 'soak']),
+  /** Write V8 CPU profiles of the service and the naive proxy (node --cpu-prof). */
+  profile: env.BENCH_PROFILE === '1',
+  /** Where the service's request log goes; /dev/null by default (it is still formatted and written). */
+  serviceLog: env.BENCH_SERVICE_LOG ?? '/dev/null',
+}
+
+const API_KEY = 'bench-key'
+const UPSTREAM_KEY = 'bench-upstream-key'
+const MODEL = 'claude-sonnet-5-5'
+const AUTH = { authorization: `Bearer ${API_KEY}` }
+const CHAT_BODY = JSON.stringify({ messages: [{ role: 'user', content: 'Hello, bench: say something.' }] })
+const FAKE_BODY = JSON.stringify({ model: MODEL, max_tokens: 4096, messages: [{ role: 'user', content: 'Hello, bench: say something.' }] })
+const JSON_HEADERS = { ...AUTH, 'content-type': 'application/json' }
+
+const stamp = new Date().toISOString().replace(/[:.]/g, '-')
+const resultsDir = join(here, 'results')
+const profileDir = join(resultsDir, `profiles-${stamp}`)
+mkdirSync(resultsDir, { recursive: true })
+
+const log = (...args) => { console.error(...args) }
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+const r1 = (n) => Math.round(n * 10) / 10
+
+/** @type {Array<{ stop: () => Promise<void> }>} */
+const running = []
+async function start (options) {
+  const child = await startChild(options)
+  running.push(child)
+  return child
+}
+async function stop (...children) {
+  await Promise.all(children.map(async (child) => {
+    const index = running.indexOf(child)
+    if (index !== -1) running.splice(index, 1)
+    await child.stop()
+  }))
+}
+const profileArgs = (name) => (config.profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}-${Date.now()}.cpuprofile`] : [])
+
+const startFake = (delayMs) => start({
+  name: `fake(${delayMs} ms)`,
+  script: join(here, 'servers/fake.js'),
+  env: { FAKE_TOKENS: String(config.tokensPerReply), FAKE_DELAY_MS: String(delayMs) },
+})
+const startHello = () => start({ name: 'bare-hello', script: join(here, 'servers/hello.js') })
+const startNaive = (fake) => start({
+  name: 'naive-proxy',
+  script: join(here, 'servers/naive-proxy.js'),
+  nodeArgs: profileArgs('naive'),
+  env: { UPSTREAM_URL: fake.url, UPSTREAM_KEY, BENCH_MODEL: MODEL },
+})
+async function startService (fake) {
+  const port = await freePort()
+  return await start({
+    name: 'service',
+    script: join(root, 'dist/server.js'),
+    nodeArgs: profileArgs('service'),
+    port,
+    healthPath: '/api/v1/health',
+    logFile: config.serviceLog,
+    env: {
+      NODE_ENV: 'production',
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      LLM_PROVIDER: 'anthropic',
+      LLM_API_KEY: UPSTREAM_KEY,
+      LLM_BASE_URL: fake.url,
+      MODEL_NAME: MODEL,
+      // Every plugin on: auth with a key, rate limits too high to refuse, metrics, request logging at info.
+      API_KEYS: API_KEY,
+      RATE_LIMIT_PER_MINUTE: '100000000',
+      CHAT_RATE_LIMIT_PER_MINUTE: '100000000',
+      LOG_LEVEL: 'info',
+      // The concurrency limit (DECISIONS 9) would answer 503 beyond 10 + 100 calls: measure the code, not the policy.
+      MAX_CONCURRENT_REQUESTS: '100000',
+      MAX_QUEUE: '100000',
+      REDIS_URL: '',
+      SHUTDOWN_GRACE_SECONDS: '2',
+    },
+  })
+}
+
+/** What the running service has on: probed from outside, so the report says what was measured. */
+async function probePlugins (service) {
+  const plugins = {}
+  try {
+    const health = await fetch(`${service.url}/api/v1/health`)
+    await health.arrayBuffer()
+    plugins.requestId = health.headers.has('x-request-id')
+    const anonymous = await fetch(`${service.url}/api/v1/chat`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: CHAT_BODY })
+    await anonymous.arrayBuffer()
+    plugins.auth = anonymous.status === 401
+    const authed = await fetch(`${service.url}/api/v1/chat`, { method: 'POST', headers: JSON_HEADERS, body: CHAT_BODY })
+    await authed.arrayBuffer()
+    plugins.chatStatus = authed.status
+    plugins.rateLimit = authed.headers.has('x-ratelimit-limit')
+    const metrics = await fetch(`${service.url}/metrics`)
+    const text = await metrics.text()
+    plugins.metrics = metrics.status === 200 && text.includes('agent_requests_total')
+  } catch (error) {
+    plugins.error = String(error)
+  }
+  return plugins
+}
+
+/** A JSON scenario: warm-up, then a measured run with the server's CPU and peak RSS. */
+async function jsonScenario (label, server, extra, load) {
+  await runLoad(config.loadgen, { ...load, connections: config.connections, duration: config.warmupSeconds })
+  const meter = startMeter({ server: server.pid, ...extra })
+  const result = await runLoad(config.loadgen, { ...load, connections: config.connections, duration: config.seconds })
+  const { procs } = meter.stop()
+  const out = {
+    ...result,
+    cpuSeconds: procs.server.cpuSeconds,
+    cpuPerRequestUs: (procs.server.cpuSeconds * 1e6) / result.requests,
+    peakRss: procs.server.peakRss,
+    others: Object.fromEntries(Object.entries(procs).filter(([name]) => name !== 'server')
+      .map(([name, p]) => [name, { cpuPerRequestUs: (p.cpuSeconds * 1e6) / result.requests, peakRss: p.peakRss }])),
+  }
+  log(`  ${label}: ${Math.round(out.rps)} req/s, p50 ${out.p50} ms, p99 ${out.p99} ms, ${r1(out.cpuPerRequestUs)} µs CPU/req, ` +
+    `peak RSS ${Math.round(out.peakRss / 1048576)} MB${out.non2xx || out.errors ? `, ${out.non2xx} non-2xx, ${out.errors} errors` : ''}`)
+  return out
+}
+
+/** One stream target over all K: a small warm-up, then per K an unmeasured burst (opens connections) and a measured one. */
+async function streamScenarios (targetName, server, fake, path, delayMs) {
+  const target = { port: server.port, path, headers: AUTH, body: CHAT_BODY }
+  const agent = streamAgent()
+  const out = []
+  await burst(target, agent, 100)
+  for (const k of config.streamCounts) {
+    const meter = startMeter({ server: server.pid, fake: fake.pid })
+    const cold = await burst(target, agent, k)
+    const warmMeter = startMeter({ server: server.pid, fake: fake.pid }, { resetHwm: false })
+    const measured = await burst(target, agent, k)
+    const { procs } = warmMeter.stop()
+    const whole = meter.stop()
+    const summary = summarizeStreams(measured.outcomes, measured.wallMs)
+    const coldSummary = summarizeStreams(cold.outcomes, cold.wallMs)
+    const run = {
+      target: targetName,
+      k,
+      delayMs,
+      ...summary,
+      cpuSeconds: procs.server.cpuSeconds,
+      cpuPerTokenUs: (procs.server.cpuSeconds * 1e6) / summary.tokens,
+      cpuPerStreamUs: (procs.server.cpuSeconds * 1e6) / summary.streams,
+      fakeCpuPerTokenUs: (procs.fake.cpuSeconds * 1e6) / summary.tokens,
+      // Peak over both bursts of this K (the unmeasured one holds as many streams).
+      peakRss: whole.procs.server.peakRss,
+      cold: coldSummary,
+    }
+    // All K must complete in both bursts to count as complete.
+    run.completed = Math.min(summary.completed, coldSummary.completed)
+    out.push(run)
+    log(`  ${targetName} K=${k} ${delayMs} ms: ${run.completed}/${k} complete, TTFT p50 ${r1(run.ttftP50)} ms p99 ${r1(run.ttftP99)} ms, ` +
+      `${Math.round(run.tokensPerSecond)} tokens/s, ${r1(run.cpuPerTokenUs * 100) / 100} µs CPU/token, peak RSS ${Math.round(run.peakRss / 1048576)} MB` +
+      `${Object.keys(summary.errors).length ? ` errors ${JSON.stringify(summary.errors)}` : ''}`)
+  }
+  agent.destroy()
+  return out
+}
+
+/** Mixed JSON and stream load on the service; RSS sampled every second. */
+async function soakScenario (service) {
+  const total = config.soakWarmupSeconds + config.soakSeconds
+  const window = Math.max(3, Math.min(30, Math.round(config.soakSeconds / 10)))
+  const target = { port: service.port, path: '/api/v1/chat/stream', headers: AUTH, body: CHAT_BODY }
+  const agent = streamAgent()
+  const t0 = performance.now()
+  const deadline = t0 + total * 1000
+  const samples = []
+  const sampler = setInterval(() => {
+    samples.push({ t: (performance.now() - t0) / 1000, rss: memory(service.pid).rss })
+  }, 1000)
+  let streamsCompleted = 0
+  let failures = 0
+  const loop = async () => {
+    while (performance.now() < deadline) {
+      const outcome = await openStream(target, agent)
+      if (outcome.ok) streamsCompleted++
+      else failures++
+    }
+  }
+  const meter = startMeter({ server: service.pid })
+  const [json] = await Promise.all([
+    runLoad(config.loadgen, { url: `${service.url}/api/v1/chat`, method: 'POST', headers: JSON_HEADERS, body: CHAT_BODY, connections: config.soakConnections, duration: total }),
+    ...Array.from({ length: config.soakStreams }, loop),
+  ])
+  const { procs } = meter.stop()
+  clearInterval(sampler)
+  agent.destroy()
+  const median = (values) => {
+    const sorted = [...values].sort((a, b) => a - b)
+    return sorted.length === 0 ? NaN : /** @type {number} */ (sorted[Math.floor(sorted.length / 2)])
+  }
+  const w = config.soakWarmupSeconds
+  const rssAfterWarmup = median(samples.filter((s) => s.t >= w && s.t < w + window).map((s) => s.rss))
+  const rssAtEnd = median(samples.filter((s) => s.t >= total - window).map((s) => s.rss))
+  const soak = {
+    seconds: config.soakSeconds,
+    warmupSeconds: w,
+    windowSeconds: window,
+    streamsConcurrent: config.soakStreams,
+    jsonConnections: config.soakConnections,
+    jsonRequests: json.requests,
+    jsonRps: json.rps,
+    jsonNon2xx: json.non2xx,
+    streamsCompleted,
+    failures: failures + json.non2xx + json.errors,
+    cpuSeconds: procs.server.cpuSeconds,
+    peakRss: procs.server.peakRss,
+    rssAfterWarmup,
+    rssAtEnd,
+    growth: (rssAtEnd - rssAfterWarmup) / rssAfterWarmup,
+    samples: samples.map((s) => ({ t: Math.round(s.t), rssMB: r1(s.rss / 1048576) })),
+  }
+  log(`  soak: RSS ${Math.round(rssAfterWarmup / 1048576)} MB after warm-up → ${Math.round(rssAtEnd / 1048576)} MB at the end ` +
+    `(${r1(soak.growth * 100)}%), ${json.requests} JSON requests, ${streamsCompleted} streams, ${soak.failures} failures`)
+  return soak
+}
+
+async function main () {
+  const results = {
+    startedAt: new Date().toISOString(),
+    config,
+    machine: { node: process.version, cpus: cpus().length, cpuModel: cpus()[0]?.model, clkTck: CLK_TCK },
+  }
+  log(`bench: ${quick ? 'quick' : 'full'} run, load generator ${config.loadgen}, node ${process.version}, ${cpus().length} CPUs`)
+
+  if (config.only.includes('health')) {
+    log('GET /api/v1/health: bare Fastify')
+    const hello = await startHello()
+    results.health = { bare: await jsonScenario('bare hello', hello, {}, { url: `${hello.url}/api/v1/health`, headers: AUTH }) }
+    await stop(hello)
+  }
+
+  for (const [index, delayMs] of config.tokenDelays.entries()) {
+    const fake = await startFake(delayMs)
+    const [service, naive] = await Promise.all([startService(fake), startNaive(fake)])
+    if (results.plugins === undefined) {
+      results.plugins = await probePlugins(service)
+      log(`service plugins seen from outside: ${JSON.stringify(results.plugins)}`)
+    }
+    if (index === 0) {
+      if (config.only.includes('health') && results.health) {
+        log('GET /api/v1/health: service')
+        results.health.service = await jsonScenario('service', service, {}, { url: `${service.url}/api/v1/health`, headers: AUTH })
+      }
+      if (config.only.includes('chat')) {
+        log(`POST /api/v1/chat (fake upstream ${delayMs} ms)`)
+        const load = (server, path) => ({ url: `${server.url}${path}`, method: 'POST', headers: JSON_HEADERS, body: CHAT_BODY })
+        results.chat = {
+          service: await jsonScenario('service', service, { fake: fake.pid }, load(service, '/api/v1/chat')),
+          naive: await jsonScenario('naive proxy', naive, { fake: fake.pid }, load(naive, '/api/v1/chat')),
+          fake: await jsonScenario('fake directly', fake, {}, {
+            url: `${fake.url}/v1/messages`,
+            method: 'POST',
+            headers: { 'content-type': 'application/json', 'x-api-key': UPSTREAM_KEY, 'anthropic-version': '2023-06-01' },
+            body: FAKE_BODY,
+          }),
+        }
+      }
+    }
+    if (config.only.includes('streams')) {
+      log(`streams (fake upstream ${delayMs} ms between tokens, ${config.tokensPerReply} tokens)`)
+      results.streams ??= []
+      results.streams.push(...await streamScenarios('service', service, fake, '/api/v1/chat/stream', delayMs))
+      results.streams.push(...await streamScenarios('naive', naive, fake, '/api/v1/chat/stream', delayMs))
+    }
+    if (index === config.tokenDelays.length - 1 && config.only.includes('soak')) {
+      log(`soak: ${config.soakWarmupSeconds} s warm-up + ${config.soakSeconds} s, ${config.soakConnections} JSON connections + ` +
+        `${config.soakStreams} streams (fake ${delayMs} ms between tokens)`)
+      await sleep(500)
+      results.soak = { ...await soakScenario(service), delayMs }
+    }
+    await stop(service, naive, fake)
+  }
+
+  const { rows, budget } = evaluate(results)
+  const table = markdownTable(rows)
+  results.budget = budget
+  results.table = table
+  results.finishedAt = new Date().toISOString()
+  const file = join(resultsDir, `${stamp}${quick ? '-quick' : ''}.json`)
+  writeFileSync(file, JSON.stringify(results, null, 2) + '\n')
+  const met = budget.filter((line) => line.met).length
+  console.log(`\n## Bench ${quick ? '(BENCH_QUICK=1) ' : ''}${results.startedAt}, node ${process.version}, ${cpus().length} CPUs, ${config.loadgen}\n`)
+  console.log(`Service plugins: ${JSON.stringify(results.plugins ?? {})}\n`)
+  console.log(table)
+  console.log(`\nBudget: ${met} of ${budget.length} lines met.${config.profile ? ` CPU profiles in ${profileDir}.` : ''}`)
+  console.log(`Raw results: ${file}`)
+}
+
+const shutdown = async () => { await Promise.allSettled(running.map((child) => child.stop())) }
+process.once('SIGINT', () => { shutdown().finally(() => process.exit(130)) })
+try {
+  await main()
+} catch (error) {
+  console.error(error)
+  process.exitCode = 1
+} finally {
+  await shutdown()
+}
