@@ -89,7 +89,7 @@ async function startService (fake) {
   return await start({
     name: 'service',
     script: join(root, 'dist/server.js'),
-    nodeArgs: profileArgs('service'),
+    nodeArgs: [...profileArgs('service'), ...list(env.BENCH_SERVICE_NODE_ARGS, [])],
     port,
     healthPath: '/api/v1/health',
     logFile: config.serviceLog,

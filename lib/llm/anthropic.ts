@@ -199,6 +199,8 @@ class StreamAttempt {
   #iterator: AsyncIterator<Anthropic.RawMessageStreamEvent> | undefined
   #timer: NodeJS.Timeout | undefined
   #timedOut = false
+  /** message_stop arrived: the upstream has said everything and only the end of the response is left. */
+  #complete = false
 
   constructor (signal: AbortSignal | undefined, timeoutMs: number, model: string) {
     this.#signal = signal
@@ -232,17 +234,49 @@ class StreamAttempt {
         if (result.done === true) throw this.#stopReason() ?? new IncompleteStreamError('Anthropic stream ended before message_stop')
         this.#timer?.refresh()
         const event = this.#assembler.apply(result.value, this.requestId)
-        if (event !== undefined) return event
+        if (event === undefined) continue
+        if (event.type === 'message') this.#complete = true
+        return event
       }
     } finally {
       clearTimeout(this.#timer)
     }
   }
 
-  /** Stops the attempt: clears the timer and aborts the upstream request if it is still open. */
+  /**
+   * Stops the attempt: clears the timer and aborts the upstream request if it is still open. After
+   * message_stop the rest of the response (its end) is read instead, in the background, so the
+   * connection stays reusable.
+   *
+   * The SDK's iterator must always be finished or closed: until it runs its cleanup, the SDK keeps
+   * the request's AbortController in a FinalizationRegistry whose target (the response body) stays
+   * reachable from that controller through the abort reason's stack, so nothing is ever collected.
+   */
   cancel (): void {
     clearTimeout(this.#timer)
+    const iterator = this.#iterator
+    this.#iterator = undefined
+    if (iterator !== undefined && this.#complete && !this.#controller.signal.aborted) {
+      this.#finish(iterator).catch(() => {})
+      return
+    }
     this.#controller.abort()
+    iterator?.return?.().catch(() => {})
+  }
+
+  /** Reads what follows message_stop (normally just the end of the response); aborts if more comes or it stalls. */
+  async #finish (iterator: AsyncIterator<Anthropic.RawMessageStreamEvent>): Promise<void> {
+    const timer = setTimeout(() => { this.#controller.abort() }, this.#timeoutMs)
+    timer.unref()
+    try {
+      for (let extra = 0; extra < 8; extra++) {
+        if ((await iterator.next()).done === true) return
+      }
+      this.#controller.abort()
+    } finally {
+      clearTimeout(timer)
+      await iterator.return?.()
+    }
   }
 
   #arm (): void {
