@@ -5,7 +5,7 @@ import { cpus } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { chooseLoadgen, runLoad } from './lib/loadgen.js'
-import { CLK_TCK, freePort, memory, startChild, startMeter } from './lib/proc.js'
+import { CLK_TCK, freePort, memory, startChild, startForeignMeter, startMeter } from './lib/proc.js'
 import { evaluate, markdownTable } from './lib/report.js'
 import { burst, openStream, streamAgent, summarizeStreams } from './lib/streams.js'
 
@@ -70,6 +70,10 @@ async function stop (...children) {
     await child.stop()
   }))
 }
+/** Share of the machine that other processes used during a scenario (see README: noise). */
+const foreignMeter = () => startForeignMeter(() => running.map((child) => child.pid))
+const noise = (share) => (share > 0.05 ? ` [other processes used ${Math.round(share * 100)}% of the machine]` : '')
+
 const profileArgs = (name) => (config.profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}-${Date.now()}.cpuprofile`] : [])
 
 const startFake = (delayMs) => start({
@@ -141,11 +145,13 @@ async function probePlugins (service) {
 /** A JSON scenario: warm-up, then a measured run with the server's CPU and peak RSS. */
 async function jsonScenario (label, server, extra, load) {
   await runLoad(config.loadgen, { ...load, connections: config.connections, duration: config.warmupSeconds })
+  const foreign = foreignMeter()
   const meter = startMeter({ server: server.pid, ...extra })
   const result = await runLoad(config.loadgen, { ...load, connections: config.connections, duration: config.seconds })
   const { procs } = meter.stop()
   const out = {
     ...result,
+    foreignCpu: foreign.stop(),
     cpuSeconds: procs.server.cpuSeconds,
     cpuPerRequestUs: (procs.server.cpuSeconds * 1e6) / result.requests,
     peakRss: procs.server.peakRss,
@@ -153,7 +159,7 @@ async function jsonScenario (label, server, extra, load) {
       .map(([name, p]) => [name, { cpuPerRequestUs: (p.cpuSeconds * 1e6) / result.requests, peakRss: p.peakRss }])),
   }
   log(`  ${label}: ${Math.round(out.rps)} req/s, p50 ${out.p50} ms, p99 ${out.p99} ms, ${r1(out.cpuPerRequestUs)} µs CPU/req, ` +
-    `peak RSS ${Math.round(out.peakRss / 1048576)} MB${out.non2xx || out.errors ? `, ${out.non2xx} non-2xx, ${out.errors} errors` : ''}`)
+    `peak RSS ${Math.round(out.peakRss / 1048576)} MB${out.non2xx || out.errors ? `, ${out.non2xx} non-2xx, ${out.errors} errors` : ''}${noise(out.foreignCpu)}`)
   return out
 }
 
@@ -166,9 +172,11 @@ async function streamScenarios (targetName, server, fake, path, delayMs) {
   for (const k of config.streamCounts) {
     const meter = startMeter({ server: server.pid, fake: fake.pid })
     const cold = await burst(target, agent, k)
+    const foreign = foreignMeter()
     const warmMeter = startMeter({ server: server.pid, fake: fake.pid }, { resetHwm: false })
     const measured = await burst(target, agent, k)
     const { procs } = warmMeter.stop()
+    const foreignCpu = foreign.stop()
     const whole = meter.stop()
     const summary = summarizeStreams(measured.outcomes, measured.wallMs)
     const coldSummary = summarizeStreams(cold.outcomes, cold.wallMs)
@@ -184,13 +192,14 @@ async function streamScenarios (targetName, server, fake, path, delayMs) {
       // Peak over both bursts of this K (the unmeasured one holds as many streams).
       peakRss: whole.procs.server.peakRss,
       cold: coldSummary,
+      foreignCpu,
     }
     // All K must complete in both bursts to count as complete.
     run.completed = Math.min(summary.completed, coldSummary.completed)
     out.push(run)
     log(`  ${targetName} K=${k} ${delayMs} ms: ${run.completed}/${k} complete, TTFT p50 ${r1(run.ttftP50)} ms p99 ${r1(run.ttftP99)} ms, ` +
       `${Math.round(run.tokensPerSecond)} tokens/s, ${r1(run.cpuPerTokenUs * 100) / 100} µs CPU/token, peak RSS ${Math.round(run.peakRss / 1048576)} MB` +
-      `${Object.keys(summary.errors).length ? ` errors ${JSON.stringify(summary.errors)}` : ''}`)
+      `${Object.keys(summary.errors).length ? ` errors ${JSON.stringify(summary.errors)}` : ''}${noise(foreignCpu)}`)
   }
   agent.destroy()
   return out
@@ -218,11 +227,13 @@ async function soakScenario (service) {
     }
   }
   const meter = startMeter({ server: service.pid })
+  const foreign = foreignMeter()
   const [json] = await Promise.all([
     runLoad(config.loadgen, { url: `${service.url}/api/v1/chat`, method: 'POST', headers: JSON_HEADERS, body: CHAT_BODY, connections: config.soakConnections, duration: total }),
     ...Array.from({ length: config.soakStreams }, loop),
   ])
   const { procs } = meter.stop()
+  const foreignCpu = foreign.stop()
   clearInterval(sampler)
   agent.destroy()
   const median = (values) => {
@@ -248,10 +259,11 @@ async function soakScenario (service) {
     rssAfterWarmup,
     rssAtEnd,
     growth: (rssAtEnd - rssAfterWarmup) / rssAfterWarmup,
+    foreignCpu,
     samples: samples.map((s) => ({ t: Math.round(s.t), rssMB: r1(s.rss / 1048576) })),
   }
   log(`  soak: RSS ${Math.round(rssAfterWarmup / 1048576)} MB after warm-up → ${Math.round(rssAtEnd / 1048576)} MB at the end ` +
-    `(${r1(soak.growth * 100)}%), ${json.requests} JSON requests, ${streamsCompleted} streams, ${soak.failures} failures`)
+    `(${r1(soak.growth * 100)}%), ${json.requests} JSON requests, ${streamsCompleted} streams, ${soak.failures} failures${noise(foreignCpu)}`)
   return soak
 }
 
@@ -323,6 +335,13 @@ async function main () {
   console.log(`\n## Bench ${quick ? '(BENCH_QUICK=1) ' : ''}${results.startedAt}, node ${process.version}, ${cpus().length} CPUs, ${config.loadgen}\n`)
   console.log(`Service plugins: ${JSON.stringify(results.plugins ?? {})}\n`)
   console.log(table)
+  const shares = [results.health?.bare, results.health?.service, results.chat?.service, results.chat?.naive, results.chat?.fake, ...(results.streams ?? []), results.soak]
+    .filter(Boolean).map((r) => r.foreignCpu ?? 0)
+  results.foreignCpuMax = Math.max(0, ...shares)
+  if (results.foreignCpuMax > 0.05) {
+    console.log(`\nNoise: other processes used up to ${Math.round(results.foreignCpuMax * 100)}% of the machine during a measurement; ` +
+      'throughput and latency ratios from this run are unreliable (CPU per request/token less so). Run again on a quiet machine.')
+  }
   console.log(`\nBudget: ${met} of ${budget.length} lines met.${config.profile ? ` CPU profiles in ${profileDir}.` : ''}`)
   console.log(`Raw results: ${file}`)
 }

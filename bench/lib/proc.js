@@ -3,6 +3,7 @@ import { spawn, execFileSync } from 'node:child_process'
 import { once } from 'node:events'
 import { openSync, readFileSync, writeFileSync, closeSync } from 'node:fs'
 import { createServer } from 'node:net'
+import { cpus } from 'node:os'
 
 /** Clock ticks per second of utime/stime in /proc/<pid>/stat. */
 export const CLK_TCK = (() => {
@@ -16,13 +17,15 @@ export const CLK_TCK = (() => {
 /**
  * CPU seconds (user + system) the process has used so far.
  * @param {number} pid
+ * @param {boolean} [withReapedChildren] add its children that exited and were waited for (wrk)
  * @returns {number}
  */
-export function cpuSeconds (pid) {
+export function cpuSeconds (pid, withReapedChildren = false) {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
   // Fields after the command name, which is in parentheses and may hold spaces: state is field 3.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-  return (Number(fields[11]) + Number(fields[12])) / CLK_TCK
+  const own = Number(fields[11]) + Number(fields[12])
+  return (withReapedChildren ? own + Number(fields[13]) + Number(fields[14]) : own) / CLK_TCK
 }
 
 /**
@@ -89,6 +92,43 @@ export function startMeter (pids, { sampleMs = 100, resetHwm = true } = {}) {
         }
       }
       return { wallSeconds: (performance.now() - t0) / 1000, procs: out }
+    },
+  }
+}
+
+/** Busy CPU seconds of the whole machine so far (all CPUs), from /proc/stat. */
+export function systemBusySeconds () {
+  const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0] ?? ''
+  // user nice system idle iowait irq softirq steal: all but idle and iowait are busy.
+  const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = line.trim().split(/\s+/).slice(1).map(Number)
+  return (user + nice + system + irq + softirq + steal) / CLK_TCK
+}
+
+/**
+ * Measures how much CPU processes other than ours (the bench and its children) used meanwhile:
+ * other work on the machine makes every figure noisier, so the report says how much there was.
+ * @param {() => number[]} ourPids children of the bench (this process is counted too)
+ */
+export function startForeignMeter (ourPids) {
+  const cpuOf = (pids) => pids.reduce((sum, pid) => {
+    try {
+      return sum + cpuSeconds(pid)
+    } catch {
+      return sum
+    }
+  }, 0)
+  const pids = ourPids()
+  const self0 = cpuSeconds(process.pid, true)
+  const busy0 = systemBusySeconds()
+  const ours0 = cpuOf(pids)
+  const t0 = performance.now()
+  return {
+    /** @returns {number} other processes' CPU as a share of the machine (0..1) */
+    stop () {
+      const ours = cpuOf(pids) - ours0 + cpuSeconds(process.pid, true) - self0
+      const wall = (performance.now() - t0) / 1000
+      const foreign = systemBusySeconds() - busy0 - ours
+      return Math.max(0, foreign / (wall * cpus().length))
     },
   }
 }
