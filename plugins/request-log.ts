@@ -1,7 +1,8 @@
 // Request logging: X-Request-Id echo and one log line per request (DECISIONS section 10).
 import fp from 'fastify-plugin'
+import type { FastifyReply } from 'fastify'
 import { randomUUID } from 'node:crypto'
-import type { IncomingMessage } from 'node:http'
+import type { IncomingMessage, ServerResponse } from 'node:http'
 
 const REQUEST_ID = /^[\w.:@/+=-]{1,128}$/
 
@@ -11,20 +12,38 @@ export function genReqId (request: IncomingMessage): string {
   return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
 }
 
+/** The reply of a response, for the one 'close' listener all requests share (no closure per request). */
+const kReply = Symbol('request-log reply')
+type LoggedResponse = ServerResponse & { [kReply]?: FastifyReply }
+
+/** 'close' rather than onResponse: hijacked SSE replies skip Fastify's hooks but still close. */
+function logRequest (this: LoggedResponse): void {
+  const reply = this[kReply]
+  if (reply === undefined) return
+  this[kReply] = undefined
+  const request = reply.request
+  const { method, url } = request
+  const query = url.indexOf('?')
+  const path = query === -1 ? url : url.slice(0, query)
+  const status = reply.statusCode
+  const line: Record<string, unknown> = {
+    method,
+    path,
+    status,
+    duration_s: Math.round(reply.elapsedTime) / 1000,
+    client: request.ip,
+  }
+  if (!this.writableEnded) line['aborted'] = true
+  request.log.info(line, `${method} ${path} ${status}`)
+}
+
 export default fp(async (app) => {
-  app.addHook('onRequest', async (request, reply) => {
+  // A callback hook: no promise and no extra microtask per request.
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id)
-    // 'close' rather than onResponse: hijacked SSE replies skip Fastify's hooks but still close.
-    reply.raw.once('close', () => {
-      const path = request.url.split('?', 1)[0]
-      request.log.info({
-        method: request.method,
-        path,
-        status: reply.statusCode,
-        duration_s: Math.round(reply.elapsedTime) / 1000,
-        client: request.ip,
-        ...(reply.raw.writableEnded ? {} : { aborted: true }),
-      }, `${request.method} ${path} ${reply.statusCode}`)
-    })
+    const res = reply.raw as LoggedResponse
+    res[kReply] = reply
+    res.on('close', logRequest)
+    done()
   })
 }, { name: 'request-log', fastify: '5.x' })
