@@ -1,5 +1,6 @@
-// `node bench/profile-summary.js <file.cpuprofile> [top]`: self time by area (undici, web streams, SDK,
-// Fastify, pino, service code, GC, idle) and the top functions, from a V8 CPU profile (node --cpu-prof).
+// `node bench/profile-summary.js <file.cpuprofile> [top] [regexp]`: self time by area (undici, web streams,
+// SDK, Fastify, pino, service code, GC, idle), the top functions, and the inclusive time of the functions
+// whose name or file matches regexp (default: service and proxy code), from a V8 CPU profile (node --cpu-prof).
 import { readFileSync } from 'node:fs'
 
 const file = process.argv[2]
@@ -39,6 +40,7 @@ for (let i = 0; i < profile.samples.length; i++) {
   self.set(id, (self.get(id) ?? 0) + (deltas[i] ?? 0))
 }
 const areas = new Map()
+const scripts = new Map()
 const functions = new Map()
 let total = 0
 let idle = 0
@@ -52,12 +54,39 @@ for (const [id, us] of self) {
   }
   total += us
   areas.set(a, (areas.get(a) ?? 0) + us)
+  const script = frame.url === '' ? `(native) ${frame.functionName}` : frame.url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*\/(dist|bench)\//, '$1/')
+  scripts.set(script, (scripts.get(script) ?? 0) + us)
   const short = (frame.url ?? '').replace(/^.*node_modules\//, '').replace(/^file:\/\/.*\/(dist|bench)\//, '$1/')
   const key = `${frame.functionName || '(anonymous)'} ${short}:${frame.lineNumber + 1}`
   functions.set(key, (functions.get(key) ?? 0) + us)
 }
+// Inclusive time: each sample counts once for every distinct function on its stack.
+const parent = new Map()
+for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id)
+const inclusive = new Map()
+for (let i = 0; i < profile.samples.length; i++) {
+  let id = profile.samples[i]
+  const us = deltas[i] ?? 0
+  if (area(byId.get(id).callFrame) === 'idle') continue
+  const seen = new Set()
+  while (id !== undefined) {
+    const frame = byId.get(id).callFrame
+    const short = (frame.url ?? '').replace(/^.*node_modules\//, '').replace(/^file:\/\/.*\/(dist|bench)\//, '$1/')
+    const key = `${frame.functionName || '(anonymous)'} ${short}:${frame.lineNumber + 1}`
+    if (!seen.has(key)) {
+      seen.add(key)
+      inclusive.set(key, (inclusive.get(key) ?? 0) + us)
+    }
+    id = parent.get(id)
+  }
+}
+const pattern = process.argv[4] ? new RegExp(process.argv[4]) : /dist\/|bench\/servers/
 const pct = (us) => `${((us / total) * 100).toFixed(1).padStart(5)}%`
 console.log(`${file}\nbusy ${(total / 1e6).toFixed(2)} s, idle ${(idle / 1e6).toFixed(2)} s\n\nself time by area:`)
 for (const [name, us] of [...areas].sort((a, b) => b[1] - a[1])) console.log(`  ${pct(us)}  ${name}`)
+console.log(`\ntop ${top} scripts (self time):`)
+for (const [name, us] of [...scripts].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`  ${pct(us)}  ${name}`)
 console.log(`\ntop ${top} functions (self time):`)
 for (const [name, us] of [...functions].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`  ${pct(us)}  ${name}`)
+console.log(`\ninclusive time of functions matching ${pattern} (top ${top}):`)
+for (const [name, us] of [...inclusive].filter(([name]) => pattern.test(name)).sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`  ${pct(us)}  ${name}`)

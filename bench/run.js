@@ -21,7 +21,11 @@ const config = {
   /** JSON scenarios: connections, warm-up and measured seconds. */
   connections: Number(env.BENCH_CONNECTIONS ?? 100),
   warmupSeconds: Number(env.BENCH_WARMUP_SECONDS ?? (quick ? 1 : 3)),
-  seconds: Number(env.BENCH_SECONDS ?? (quick ? 3 : 10)),
+  seconds: Number(env.BENCH_SECONDS ?? (quick ? 3 : 12)),
+  /** The measured seconds are split in this many interleaved rounds per target (noise falls on all alike). */
+  rounds: Number(env.BENCH_ROUNDS ?? (quick ? 1 : 3)),
+  /** Also measure the service's health route with request logging off (LOG_LEVEL=warn). */
+  ablation: env.BENCH_ABLATION !== '0',
   /** Concurrent streams per burst, and the fake's wait between tokens (one upstream per value). */
   streamCounts: list(env.BENCH_STREAMS, quick ? ['100', '1000'] : ['100', '1000', '5000']).map(Number),
   tokenDelays: list(env.BENCH_TOKEN_DELAYS, ['0', '10']).map(Number),
@@ -33,7 +37,7 @@ const config = {
   soakConnections: Number(env.BENCH_SOAK_CONNECTIONS ?? 16),
   /** Scenarios to run: health, chat, streams, soak. */
   only: list(env.BENCH_ONLY, ['health', 'chat', 'streams', 'soak']),
-  /** Write V8 CPU profiles of the service and the naive proxy (node --cpu-prof). */
+  /** Write V8 CPU profiles of the service and the references (node --cpu-prof). */
   profile: env.BENCH_PROFILE === '1',
   /** Where the service's request log goes; /dev/null by default (it is still formatted and written). */
   serviceLog: env.BENCH_SERVICE_LOG ?? '/dev/null',
@@ -81,18 +85,19 @@ const startFake = (delayMs) => start({
   script: join(here, 'servers/fake.js'),
   env: { FAKE_TOKENS: String(config.tokensPerReply), FAKE_DELAY_MS: String(delayMs) },
 })
-const startHello = () => start({ name: 'bare-hello', script: join(here, 'servers/hello.js') })
+const startHello = () => start({ name: 'bare-hello', script: join(here, 'servers/hello.js'), nodeArgs: profileArgs('hello') })
 const startNaive = (fake) => start({
   name: 'naive-proxy',
   script: join(here, 'servers/naive-proxy.js'),
   nodeArgs: profileArgs('naive'),
   env: { UPSTREAM_URL: fake.url, UPSTREAM_KEY, BENCH_MODEL: MODEL },
 })
-async function startService (fake) {
+async function startService (fake, overrides = {}) {
   const port = await freePort()
   return await start({
-    name: 'service',
-    script: join(root, 'dist/server.js'),
+    name: overrides.LOG_LEVEL ? `service(LOG_LEVEL=${overrides.LOG_LEVEL})` : 'service',
+    // BENCH_SERVICE_ENTRY: another build of the service (e.g. a baseline commit's dist/server.js) to compare.
+    script: env.BENCH_SERVICE_ENTRY ?? join(root, 'dist/server.js'),
     nodeArgs: [...profileArgs('service'), ...list(env.BENCH_SERVICE_NODE_ARGS, [])],
     port,
     healthPath: '/api/v1/health',
@@ -115,6 +120,7 @@ async function startService (fake) {
       MAX_QUEUE: '100000',
       REDIS_URL: '',
       SHUTDOWN_GRACE_SECONDS: '2',
+      ...overrides,
     },
   })
 }
@@ -142,24 +148,68 @@ async function probePlugins (service) {
   return plugins
 }
 
-/** A JSON scenario: warm-up, then a measured run with the server's CPU and peak RSS. */
-async function jsonScenario (label, server, extra, load) {
-  await runLoad(config.loadgen, { ...load, connections: config.connections, duration: config.warmupSeconds })
-  const foreign = foreignMeter()
-  const meter = startMeter({ server: server.pid, ...extra })
-  const result = await runLoad(config.loadgen, { ...load, connections: config.connections, duration: config.seconds })
-  const { procs } = meter.stop()
-  const out = {
-    ...result,
-    foreignCpu: foreign.stop(),
-    cpuSeconds: procs.server.cpuSeconds,
-    cpuPerRequestUs: (procs.server.cpuSeconds * 1e6) / result.requests,
-    peakRss: procs.server.peakRss,
-    others: Object.fromEntries(Object.entries(procs).filter(([name]) => name !== 'server')
-      .map(([name, p]) => [name, { cpuPerRequestUs: (p.cpuSeconds * 1e6) / result.requests, peakRss: p.peakRss }])),
+/**
+ * A JSON comparison: every target warmed up, then measured in interleaved rounds (A B C A B C ...), so
+ * that background load on a shared machine falls on all of them alike. Per target: requests and CPU
+ * summed over the rounds, latency percentiles the median of the rounds', peak RSS the highest.
+ * @param {string} title
+ * @param {Array<{ name: string, label: string, server: { pid: number }, load: object, extra?: Record<string, number> }>} targets
+ */
+async function jsonCompare (title, targets) {
+  log(title)
+  const rounds = Math.max(1, config.rounds)
+  const slice = Math.max(1, Math.round(config.seconds / rounds))
+  for (const target of targets) await runLoad(config.loadgen, { ...target.load, connections: config.connections, duration: config.warmupSeconds })
+  const parts = new Map(targets.map((target) => [target.name, []]))
+  for (let round = 0; round < rounds; round++) {
+    for (const target of targets) {
+      const foreign = foreignMeter()
+      const meter = startMeter({ server: target.server.pid, ...target.extra })
+      const result = await runLoad(config.loadgen, { ...target.load, connections: config.connections, duration: slice })
+      const { procs } = meter.stop()
+      parts.get(target.name).push({ result, procs, foreignCpu: foreign.stop() })
+    }
   }
-  log(`  ${label}: ${Math.round(out.rps)} req/s, p50 ${out.p50} ms, p99 ${out.p99} ms, ${r1(out.cpuPerRequestUs)} µs CPU/req, ` +
-    `peak RSS ${Math.round(out.peakRss / 1048576)} MB${out.non2xx || out.errors ? `, ${out.non2xx} non-2xx, ${out.errors} errors` : ''}${noise(out.foreignCpu)}`)
+  const median = (values) => {
+    const sorted = values.filter((v) => !Number.isNaN(v)).sort((a, b) => a - b)
+    return sorted.length === 0 ? NaN : /** @type {number} */ (sorted[Math.floor((sorted.length - 1) / 2)])
+  }
+  const sum = (values) => values.reduce((a, b) => a + b, 0)
+  const out = {}
+  for (const target of targets) {
+    const runs = parts.get(target.name)
+    const requests = sum(runs.map((r) => r.result.requests))
+    const seconds = sum(runs.map((r) => r.result.seconds))
+    const cpu = sum(runs.map((r) => r.procs.server.cpuSeconds))
+    const user = sum(runs.map((r) => r.procs.server.userSeconds))
+    const others = {}
+    for (const name of Object.keys(target.extra ?? {})) {
+      others[name] = { cpuPerRequestUs: (sum(runs.map((r) => r.procs[name].cpuSeconds)) * 1e6) / requests, peakRss: Math.max(...runs.map((r) => r.procs[name].peakRss)) }
+    }
+    const result = {
+      tool: config.loadgen,
+      rounds,
+      requests,
+      seconds,
+      rps: requests / seconds,
+      rpsRounds: runs.map((r) => Math.round(r.result.rps)),
+      p50: median(runs.map((r) => r.result.p50)),
+      p99: median(runs.map((r) => r.result.p99)),
+      errors: sum(runs.map((r) => r.result.errors)),
+      non2xx: sum(runs.map((r) => r.result.non2xx)),
+      cpuSeconds: cpu,
+      cpuPerRequestUs: (cpu * 1e6) / requests,
+      userPerRequestUs: (user * 1e6) / requests,
+      sysPerRequestUs: ((cpu - user) * 1e6) / requests,
+      peakRss: Math.max(...runs.map((r) => r.procs.server.peakRss)),
+      foreignCpu: sum(runs.map((r) => r.foreignCpu)) / runs.length,
+      others,
+    }
+    out[target.name] = result
+    log(`  ${target.label}: ${Math.round(result.rps)} req/s (rounds ${result.rpsRounds.join(', ')}), p50 ${result.p50} ms, p99 ${result.p99} ms, ` +
+      `${r1(result.cpuPerRequestUs)} µs CPU/req (user ${r1(result.userPerRequestUs)}), peak RSS ${Math.round(result.peakRss / 1048576)} MB` +
+      `${result.non2xx || result.errors ? `, ${result.non2xx} non-2xx, ${result.errors} errors` : ''}${noise(result.foreignCpu)}`)
+  }
   return out
 }
 
@@ -275,13 +325,6 @@ async function main () {
   }
   log(`bench: ${quick ? 'quick' : 'full'} run, load generator ${config.loadgen}, node ${process.version}, ${cpus().length} CPUs`)
 
-  if (config.only.includes('health')) {
-    log('GET /api/v1/health: bare Fastify')
-    const hello = await startHello()
-    results.health = { bare: await jsonScenario('bare hello', hello, {}, { url: `${hello.url}/api/v1/health`, headers: AUTH }) }
-    await stop(hello)
-  }
-
   for (const [index, delayMs] of config.tokenDelays.entries()) {
     const fake = await startFake(delayMs)
     const [service, naive] = await Promise.all([startService(fake), startNaive(fake)])
@@ -290,23 +333,35 @@ async function main () {
       log(`service plugins seen from outside: ${JSON.stringify(results.plugins)}`)
     }
     if (index === 0) {
-      if (config.only.includes('health') && results.health) {
-        log('GET /api/v1/health: service')
-        results.health.service = await jsonScenario('service', service, {}, { url: `${service.url}/api/v1/health`, headers: AUTH })
+      if (config.only.includes('health')) {
+        // The same service with request logging off (LOG_LEVEL=warn) shows what the log line costs.
+        const [hello, quiet] = await Promise.all([startHello(), startService(fake, { LOG_LEVEL: 'warn' })])
+        const load = (server) => ({ url: `${server.url}/api/v1/health`, headers: AUTH })
+        const health = await jsonCompare('GET /api/v1/health', [
+          { name: 'bare', label: 'bare Fastify hello', server: hello, load: load(hello) },
+          { name: 'service', label: 'service', server: service, load: load(service) },
+          ...(config.ablation ? [{ name: 'serviceNoLog', label: 'service, LOG_LEVEL=warn', server: quiet, load: load(quiet) }] : []),
+        ])
+        results.health = health
+        await stop(hello, quiet)
       }
       if (config.only.includes('chat')) {
-        log(`POST /api/v1/chat (fake upstream ${delayMs} ms)`)
         const load = (server, path) => ({ url: `${server.url}${path}`, method: 'POST', headers: JSON_HEADERS, body: CHAT_BODY })
-        results.chat = {
-          service: await jsonScenario('service', service, { fake: fake.pid }, load(service, '/api/v1/chat')),
-          naive: await jsonScenario('naive proxy', naive, { fake: fake.pid }, load(naive, '/api/v1/chat')),
-          fake: await jsonScenario('fake directly', fake, {}, {
-            url: `${fake.url}/v1/messages`,
-            method: 'POST',
-            headers: { 'content-type': 'application/json', 'x-api-key': UPSTREAM_KEY, 'anthropic-version': '2023-06-01' },
-            body: FAKE_BODY,
-          }),
-        }
+        results.chat = await jsonCompare(`POST /api/v1/chat (fake upstream ${delayMs} ms)`, [
+          { name: 'service', label: 'service', server: service, load: load(service, '/api/v1/chat'), extra: { fake: fake.pid } },
+          { name: 'naive', label: 'naive proxy', server: naive, load: load(naive, '/api/v1/chat'), extra: { fake: fake.pid } },
+          {
+            name: 'fake',
+            label: 'fake directly',
+            server: fake,
+            load: {
+              url: `${fake.url}/v1/messages`,
+              method: 'POST',
+              headers: { 'content-type': 'application/json', 'x-api-key': UPSTREAM_KEY, 'anthropic-version': '2023-06-01' },
+              body: FAKE_BODY,
+            },
+          },
+        ])
       }
     }
     if (config.only.includes('streams')) {
@@ -330,7 +385,6 @@ async function main () {
   results.table = table
   results.finishedAt = new Date().toISOString()
   const file = join(resultsDir, `${stamp}${quick ? '-quick' : ''}.json`)
-  writeFileSync(file, JSON.stringify(results, null, 2) + '\n')
   const met = budget.filter((line) => line.met).length
   console.log(`\n## Bench ${quick ? '(BENCH_QUICK=1) ' : ''}${results.startedAt}, node ${process.version}, ${cpus().length} CPUs, ${config.loadgen}\n`)
   console.log(`Service plugins: ${JSON.stringify(results.plugins ?? {})}\n`)
@@ -342,6 +396,7 @@ async function main () {
     console.log(`\nNoise: other processes used up to ${Math.round(results.foreignCpuMax * 100)}% of the machine during a measurement; ` +
       'throughput and latency ratios from this run are unreliable (CPU per request/token less so). Run again on a quiet machine.')
   }
+  writeFileSync(file, JSON.stringify(results, null, 2) + '\n')
   console.log(`\nBudget: ${met} of ${budget.length} lines met.${config.profile ? ` CPU profiles in ${profileDir}.` : ''}`)
   console.log(`Raw results: ${file}`)
 }

@@ -21,11 +21,20 @@ export const CLK_TCK = (() => {
  * @returns {number}
  */
 export function cpuSeconds (pid, withReapedChildren = false) {
+  const { user, sys, childUser, childSys } = cpuTimes(pid)
+  return withReapedChildren ? user + sys + childUser + childSys : user + sys
+}
+
+/**
+ * User and system CPU seconds of a process, and of its children that exited and were waited for.
+ * @param {number} pid
+ */
+export function cpuTimes (pid) {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
   // Fields after the command name, which is in parentheses and may hold spaces: state is field 3.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-  const own = Number(fields[11]) + Number(fields[12])
-  return (withReapedChildren ? own + Number(fields[13]) + Number(fields[14]) : own) / CLK_TCK
+  const at = (i) => Number(fields[i]) / CLK_TCK
+  return { user: at(11), sys: at(12), childUser: at(13), childSys: at(14) }
 }
 
 /**
@@ -67,7 +76,7 @@ export function startMeter (pids, { sampleMs = 100, resetHwm = true } = {}) {
   const hwmReset = {}
   for (const [name, pid] of Object.entries(pids)) {
     hwmReset[name] = resetHwm && resetPeak(pid)
-    start[name] = cpuSeconds(pid)
+    start[name] = cpuTimes(pid)
     peak[name] = memory(pid).rss
   }
   const t0 = performance.now()
@@ -79,14 +88,19 @@ export function startMeter (pids, { sampleMs = 100, resetHwm = true } = {}) {
     }
   }, sampleMs)
   return {
-    /** @returns {Record<string, { cpuSeconds: number, peakRss: number, rss: number }> & { wallSeconds?: number }} */
+    /** @returns {{ wallSeconds: number, procs: Record<string, { cpuSeconds: number, userSeconds: number, sysSeconds: number, peakRss: number, rss: number }> }} */
     stop () {
       clearInterval(timer)
       const out = {}
       for (const [name, pid] of Object.entries(pids)) {
         const mem = memory(pid)
+        const times = cpuTimes(pid)
+        const userSeconds = times.user - start[name].user
+        const sysSeconds = times.sys - start[name].sys
         out[name] = {
-          cpuSeconds: cpuSeconds(pid) - start[name],
+          cpuSeconds: userSeconds + sysSeconds,
+          userSeconds,
+          sysSeconds,
           peakRss: Math.max(peak[name], mem.rss, hwmReset[name] ? mem.hwm : 0),
           rss: mem.rss,
         }
