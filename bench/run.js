@@ -30,6 +30,8 @@ const config = {
   streamCounts: list(env.BENCH_STREAMS, quick ? ['100', '1000'] : ['100', '1000', '5000']).map(Number),
   tokenDelays: list(env.BENCH_TOKEN_DELAYS, ['0', '10']).map(Number),
   tokensPerReply: Number(env.BENCH_TOKENS ?? 50),
+  /** A measurement runs back-to-back bursts of K until it has seen this many streams (enough CPU ticks for small K). */
+  minStreams: Number(env.BENCH_MIN_STREAMS ?? (quick ? 500 : 2000)),
   /** Soak: mixed JSON (autocannon) and streams (kept open continuously), after a warm-up. */
   soakWarmupSeconds: Number(env.BENCH_SOAK_WARMUP_SECONDS ?? (quick ? 5 : 30)),
   soakSeconds: Number(env.BENCH_SOAK_SECONDS ?? (quick ? 15 : 300)),
@@ -90,7 +92,7 @@ const startNaive = (fake) => start({
   name: 'naive-proxy',
   script: join(here, 'servers/naive-proxy.js'),
   nodeArgs: profileArgs('naive'),
-  env: { UPSTREAM_URL: fake.url, UPSTREAM_KEY, BENCH_MODEL: MODEL },
+  env: { UPSTREAM_URL: fake.url, UPSTREAM_KEY, BENCH_MODEL: MODEL, ...(env.BENCH_NAIVE_FETCH ? { NAIVE_FETCH: env.BENCH_NAIVE_FETCH } : {}) },
 })
 async function startService (fake, overrides = {}) {
   const port = await freePort()
@@ -213,7 +215,7 @@ async function jsonCompare (title, targets) {
   return out
 }
 
-/** One stream target over all K: a small warm-up, then per K an unmeasured burst (opens connections) and a measured one. */
+/** One stream target over all K: a small warm-up, then per K an unmeasured burst (opens connections) and measured bursts. */
 async function streamScenarios (targetName, server, fake, path, delayMs) {
   const target = { port: server.port, path, headers: AUTH, body: CHAT_BODY }
   const agent = streamAgent()
@@ -224,11 +226,17 @@ async function streamScenarios (targetName, server, fake, path, delayMs) {
     const cold = await burst(target, agent, k)
     const foreign = foreignMeter()
     const warmMeter = startMeter({ server: server.pid, fake: fake.pid }, { resetHwm: false })
-    const measured = await burst(target, agent, k)
+    const bursts = Math.max(1, Math.ceil(config.minStreams / k))
+    const measured = { outcomes: [], wallMs: 0 }
+    for (let i = 0; i < bursts; i++) {
+      const one = await burst(target, agent, k)
+      measured.outcomes.push(...one.outcomes)
+      measured.wallMs += one.wallMs
+    }
     const { procs } = warmMeter.stop()
     const foreignCpu = foreign.stop()
     const whole = meter.stop()
-    const summary = summarizeStreams(measured.outcomes, measured.wallMs)
+    const summary = { ...summarizeStreams(measured.outcomes, measured.wallMs), bursts }
     const coldSummary = summarizeStreams(cold.outcomes, cold.wallMs)
     const run = {
       target: targetName,
@@ -244,10 +252,11 @@ async function streamScenarios (targetName, server, fake, path, delayMs) {
       cold: coldSummary,
       foreignCpu,
     }
-    // All K must complete in both bursts to count as complete.
-    run.completed = Math.min(summary.completed, coldSummary.completed)
+    // Every stream of every burst of this K, the unmeasured one included, must complete.
+    run.streamsTotal = summary.streams + coldSummary.streams
+    run.completedTotal = summary.completed + coldSummary.completed
     out.push(run)
-    log(`  ${targetName} K=${k} ${delayMs} ms: ${run.completed}/${k} complete, TTFT p50 ${r1(run.ttftP50)} ms p99 ${r1(run.ttftP99)} ms, ` +
+    log(`  ${targetName} K=${k} ${delayMs} ms: ${run.completedTotal}/${run.streamsTotal} complete, TTFT p50 ${r1(run.ttftP50)} ms p99 ${r1(run.ttftP99)} ms, ` +
       `${Math.round(run.tokensPerSecond)} tokens/s, ${r1(run.cpuPerTokenUs * 100) / 100} µs CPU/token, peak RSS ${Math.round(run.peakRss / 1048576)} MB` +
       `${Object.keys(summary.errors).length ? ` errors ${JSON.stringify(summary.errors)}` : ''}${noise(foreignCpu)}`)
   }

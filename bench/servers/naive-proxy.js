@@ -6,7 +6,14 @@ import Fastify from 'fastify'
 
 const model = process.env.BENCH_MODEL ?? 'claude-sonnet-5-5'
 const maxTokens = Number(process.env.BENCH_MAX_TOKENS ?? 4096)
-const client = new Anthropic({ apiKey: process.env.UPSTREAM_KEY ?? 'bench-upstream-key', baseURL: process.env.UPSTREAM_URL })
+// NAIVE_FETCH=node: the same proxy on the service's lean transport (dist/lib/llm/node-fetch.js), to separate
+// what the transport buys from what the service's own layers cost.
+const transport = process.env.NAIVE_FETCH === 'node' ? (await import('../../dist/lib/llm/node-fetch.js')).createNodeFetch() : undefined
+const client = new Anthropic({
+  apiKey: process.env.UPSTREAM_KEY ?? 'bench-upstream-key',
+  baseURL: process.env.UPSTREAM_URL,
+  ...(transport ? { fetch: transport.fetch } : {}),
+})
 
 const app = Fastify()
 

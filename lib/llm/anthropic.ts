@@ -203,7 +203,10 @@ class StreamAttempt {
   readonly #timeoutMs: number
   readonly #assembler: StreamAssembler
   #iterator: AsyncIterator<Anthropic.RawMessageStreamEvent> | undefined
+  /** The idle timer: one per attempt, restarted (refresh) rather than re-created for every event. */
   #timer: NodeJS.Timeout | undefined
+  /** True while we wait for upstream data: only then may the idle timer end the attempt. */
+  #waiting = false
   #timedOut = false
   /** message_stop arrived: the upstream has said everything and only the end of the response is left. */
   #complete = false
@@ -216,13 +219,16 @@ class StreamAttempt {
 
   /** Sends the request and waits for the response headers. */
   async open (client: Anthropic, params: CreateParams): Promise<void> {
-    this.#arm()
-    const signal = this.#signal === undefined ? this.#controller.signal : AbortSignal.any([this.#signal, this.#controller.signal])
-    const { data, request_id: requestId } = await this.#guard(
-      client.messages.create({ ...params, stream: true }, { signal, timeout: this.#timeoutMs, maxRetries: 0 }).withResponse())
-    this.requestId = requestId
-    this.#iterator = data[Symbol.asyncIterator]()
-    clearTimeout(this.#timer)
+    this.#wait()
+    try {
+      const signal = this.#signal === undefined ? this.#controller.signal : AbortSignal.any([this.#signal, this.#controller.signal])
+      const { data, request_id: requestId } = await this.#guard(
+        client.messages.create({ ...params, stream: true }, { signal, timeout: this.#timeoutMs, maxRetries: 0 }).withResponse())
+      this.requestId = requestId
+      this.#iterator = data[Symbol.asyncIterator]()
+    } finally {
+      this.#waiting = false
+    }
   }
 
   /**
@@ -232,10 +238,15 @@ class StreamAttempt {
   async next (): Promise<ModelStreamEvent> {
     const iterator = this.#iterator
     if (iterator === undefined) throw new Error('stream attempt not open')
-    this.#arm()
+    this.#wait()
     try {
       for (;;) {
-        const result = await this.#guard(iterator.next())
+        let result: IteratorResult<Anthropic.RawMessageStreamEvent>
+        try {
+          result = await iterator.next()
+        } catch (error) {
+          throw this.#stopReason() ?? error
+        }
         // The SDK ends its iterator quietly when the request is aborted: tell why it ended.
         if (result.done === true) throw this.#stopReason() ?? new IncompleteStreamError('Anthropic stream ended before message_stop')
         this.#timer?.refresh()
@@ -245,7 +256,7 @@ class StreamAttempt {
         return event
       }
     } finally {
-      clearTimeout(this.#timer)
+      this.#waiting = false
     }
   }
 
@@ -259,6 +270,7 @@ class StreamAttempt {
    * reachable from that controller through the abort reason's stack, so nothing is ever collected.
    */
   cancel (): void {
+    this.#waiting = false
     clearTimeout(this.#timer)
     const iterator = this.#iterator
     this.#iterator = undefined
@@ -285,12 +297,18 @@ class StreamAttempt {
     }
   }
 
-  #arm (): void {
-    clearTimeout(this.#timer)
-    this.#timer = setTimeout(() => {
-      this.#timedOut = true
-      this.#controller.abort()
-    }, this.#timeoutMs)
+  /** We wait for upstream data from now on: the idle timer starts over. */
+  #wait (): void {
+    this.#waiting = true
+    if (this.#timer === undefined) this.#timer = setTimeout(this.#onIdle, this.#timeoutMs)
+    else this.#timer.refresh()
+  }
+
+  /** The idle timer fired: it ends the attempt only if we are still waiting (not while the caller holds an event). */
+  readonly #onIdle = (): void => {
+    if (!this.#waiting) return
+    this.#timedOut = true
+    this.#controller.abort()
   }
 
   async #guard<T> (promise: Promise<T>): Promise<T> {

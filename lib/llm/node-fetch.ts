@@ -137,7 +137,9 @@ function decoded (res: IncomingMessage): Readable {
  * global fetch.
  */
 export function createNodeFetch (options: NodeFetchOptions = {}): NodeFetch {
-  const agentOptions = { keepAlive: true, scheduling: 'lifo' as const, timeout: options.keepAliveMs ?? 4000, maxSockets: Infinity }
+  // Every idle connection is kept (Node's default keeps 256) until it has been idle for keepAliveMs:
+  // after a burst of streams the next burst finds its connections open.
+  const agentOptions = { keepAlive: true, scheduling: 'lifo' as const, timeout: options.keepAliveMs ?? 4000, maxSockets: Infinity, maxFreeSockets: Infinity }
   const httpAgent = new http.Agent(agentOptions)
   const httpsAgent = new https.Agent(agentOptions)
 
