@@ -1,5 +1,5 @@
 // `node bench/ab-streams.js <entryA> <entryB> [K] [delayMs] [rounds]`: CPU per token of two builds of the
-// service (dist/server.js of two commits), measured in alternating rounds against one fake upstream, so
+// service (dist/server.js of two commits; `path|--flag,--flag` adds node flags), measured in alternating rounds against one fake upstream, so
 // that background load falls on both alike. A helper for optimisation work; `npm run bench` is the benchmark.
 import { startChild, freePort, startMeter } from './lib/proc.js'
 import { burst, streamAgent, summarizeStreams } from './lib/streams.js'
@@ -19,9 +19,12 @@ children.push(fake)
 const services = []
 for (const entry of [entryA, entryB]) {
   const port = await freePort()
+  // `path|--flag,--flag` runs that build with node flags.
+  const [script, flags = ''] = entry.split('|')
   const child = await startChild({
     name: entry,
-    script: entry,
+    script,
+    nodeArgs: flags.split(',').filter(Boolean),
     port,
     healthPath: '/api/v1/health',
     env: {

@@ -222,6 +222,7 @@ async function streamScenarios (targetName, server, fake, path, delayMs) {
   const out = []
   await burst(target, agent, 100)
   for (const k of config.streamCounts) {
+    await agent.preconnect(server.port, k)
     const meter = startMeter({ server: server.pid, fake: fake.pid })
     const cold = await burst(target, agent, k)
     const foreign = foreignMeter()

@@ -1,5 +1,6 @@
 // SSE stream client on node:http with a keep-alive Agent (no fetch), so thousands of streams cost the client little.
 import http from 'node:http'
+import { connect } from 'node:net'
 
 /**
  * @typedef {object} StreamTarget
@@ -19,9 +20,41 @@ import http from 'node:http'
  * @property {string} [error]
  */
 
-/** A keep-alive agent with no socket limit. */
+/**
+ * @typedef {http.Agent & { preconnect: (port: number, count: number) => Promise<void> }} StreamAgent
+ */
+
+/**
+ * A keep-alive agent with no socket limit that can open its connections ahead of a burst
+ * (`preconnect`), in steps: a burst of thousands of streams would otherwise also open thousands of TCP
+ * connections in the same instant, a listen backlog of 511 (Node's default) would drop many of those
+ * SYNs, and the test would measure the kernel's accept queue and SYN retries rather than the server.
+ * @returns {StreamAgent}
+ */
 export function streamAgent () {
-  return new http.Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: 100_000 })
+  const agent = /** @type {StreamAgent} */ (new http.Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: 100_000 }))
+  /** @type {Map<number, import('node:net').Socket[]>} */
+  const ready = new Map()
+  const create = agent.createConnection.bind(agent)
+  // The agent asks for a new connection: hand over one opened ahead, if there is one for that port.
+  agent.createConnection = (options, callback) => ready.get(Number(options.port))?.pop() ?? create(options, callback)
+  agent.preconnect = async (port, count) => {
+    const name = `127.0.0.1:${port}:`
+    const free = agent.freeSockets[name]?.length ?? 0
+    const list = ready.get(port) ?? []
+    ready.set(port, list)
+    for (let opened = free + list.length; opened < count;) {
+      const step = Math.min(250, count - opened)
+      const sockets = await Promise.all(Array.from({ length: step }, () => new Promise((resolve) => {
+        const socket = connect({ host: '127.0.0.1', port, noDelay: true })
+        socket.once('connect', () => resolve(socket))
+        socket.once('error', () => resolve(undefined))
+      })))
+      for (const socket of sockets) if (socket) list.push(socket)
+      opened += step
+    }
+  }
+  return agent
 }
 
 /**
