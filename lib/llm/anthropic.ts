@@ -20,6 +20,7 @@ export interface LLMLogger {
   debug?: LogFn
 }
 
+/** Options of {@link createAnthropicProvider}; names follow DECISIONS section 2. */
 export interface AnthropicProviderOptions {
   apiKey: string
   /** Base URL of the API; the SDK's default (or ANTHROPIC_BASE_URL) when absent. */

@@ -60,6 +60,7 @@ export interface FakeRequest {
   closedAt?: number
 }
 
+/** Options of {@link startFakeAnthropic}; they shape the default reply used when the queue is empty. */
 export interface FakeAnthropicOptions {
   /** Default reply (queue empty): this many tokens (`token token ...`, one per stream chunk) instead of the echo. */
   tokensPerReply?: number
