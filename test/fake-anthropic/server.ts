@@ -82,6 +82,8 @@ export class FakeAnthropic {
   active = 0
   /** Highest number of requests that were open at the same time. */
   maxConcurrent = 0
+  /** TCP connections accepted so far (keep-alive reuse shows as fewer connections than requests). */
+  connections = 0
 
   readonly #server: Server
   readonly #options: FakeAnthropicOptions
@@ -94,6 +96,7 @@ export class FakeAnthropic {
   constructor (options: FakeAnthropicOptions = {}) {
     this.#options = options
     this.#server = createServer((req, res) => { this.#handle(req, res) })
+    this.#server.on('connection', () => { this.connections++ })
     this.#events.setMaxListeners(0)
   }
 
