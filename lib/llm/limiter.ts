@@ -3,6 +3,7 @@ import { HttpError } from '../errors.js'
 import { AbortError } from './abort.js'
 import type { LLMProvider, ModelRequest, ModelResponse, ModelStreamEvent } from './types.js'
 
+/** Options of {@link createLimiter} (DECISIONS section 9). */
 export interface LimiterOptions {
   /** Calls running at once (MAX_CONCURRENT_REQUESTS). At least 1. */
   maxConcurrent: number
@@ -13,6 +14,7 @@ export interface LimiterOptions {
 /** Gives back a slot; calling it again does nothing. */
 export type Release = () => void
 
+/** A concurrency limit with a bounded FIFO queue, made by {@link createLimiter}. */
 export interface Limiter {
   /** Calls holding a slot. */
   readonly active: number
