@@ -36,10 +36,6 @@ export default fp<LLMPluginOptions>(async (app, options) => {
       timeoutSeconds: config.LLM_TIMEOUT_SECONDS,
       logger: app.log,
     })
-    if (!config.sendsTemperature) {
-      app.log.info({ apiVersion: config.LLM_API_VERSION ?? 'SDK default' },
-        'temperature is validated but not sent: this API version refuses sampling parameters (set LLM_API_VERSION=2023-06-01 to send it)')
-    }
   } else {
     base = createOfflineProvider({ knowledgeKeys: app.knowledgeBase.keys(), findExpression: findArithmeticExpression })
     app.log.info('LLM_PROVIDER=offline: answering with the embedded offline model (no network)')
