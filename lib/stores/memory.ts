@@ -1,0 +1,253 @@
+// In-process stores (no REDIS_URL): LRU+TTL sessions, sliding-window rate limits, a ring-buffer log.
+import type { ChatTurn } from '../llm/types.js'
+import { trimTurns } from './memory-trim.js'
+import type {
+  ConversationLog,
+  ConversationRecord,
+  RateLimitHit,
+  RateLimitStore,
+  SessionRecord,
+  SessionStore,
+} from './types.js'
+
+/** A clock returning epoch milliseconds; injectable so tests control time. */
+export type Clock = () => number
+
+export interface MemorySessionStoreOptions {
+  /** Idle expiry: a session unused (no get, append or trim) this long is gone. Fractions allowed. */
+  ttlSeconds: number
+  /** Cap on live sessions; the least recently used one is evicted beyond it. */
+  maxSessions: number
+  now?: Clock
+}
+
+interface SessionEntry {
+  record: SessionRecord
+  /** Last get, append or trim: orders the LRU and starts the idle expiry. */
+  lastUsed: number
+}
+
+function assertPositive (name: string, value: number): void {
+  if (!Number.isFinite(value) || value <= 0) throw new RangeError(`${name} must be a positive number, got ${value}`)
+}
+
+function assertPositiveInteger (name: string, value: number): void {
+  if (!Number.isSafeInteger(value) || value <= 0) throw new RangeError(`${name} must be a positive integer, got ${value}`)
+}
+
+function cloneTurns (turns: readonly ChatTurn[]): ChatTurn[] {
+  return structuredClone(turns) as ChatTurn[]
+}
+
+/**
+ * In-process session store. Sessions are keyed by (owner, id); every get, append and trim counts as
+ * use: it refreshes the idle expiry (`ttlSeconds`) and the LRU position. Expired sessions are invisible
+ * and pruned as the store is used; beyond `maxSessions` the least recently used session is evicted.
+ * Turns are copied in and out, so callers cannot alter stored history by mutating what they hold.
+ */
+export function createMemorySessionStore (options: MemorySessionStoreOptions): SessionStore {
+  assertPositive('ttlSeconds', options.ttlSeconds)
+  assertPositiveInteger('maxSessions', options.maxSessions)
+  const ttlMs = options.ttlSeconds * 1000
+  const maxSessions = options.maxSessions
+  const now = options.now ?? Date.now
+  // Map order is use order (least recent first): a used entry is deleted and re-inserted.
+  const sessions = new Map<string, SessionEntry>()
+
+  const keyOf = (owner: string, id: string): string => JSON.stringify([owner, id])
+  const isExpired = (entry: SessionEntry, at: number): boolean => at - entry.lastUsed >= ttlMs
+
+  /** Drops expired sessions from the least recently used end; stops at the first live one. */
+  function pruneExpired (at: number): void {
+    for (const [key, entry] of sessions) {
+      if (!isExpired(entry, at)) break
+      sessions.delete(key)
+    }
+  }
+
+  /** The live entry for a key, marked as used; null (and pruned) when missing or expired. */
+  function use (key: string, at: number): SessionEntry | null {
+    const entry = sessions.get(key)
+    if (entry === undefined) return null
+    sessions.delete(key)
+    if (isExpired(entry, at)) return null
+    entry.lastUsed = at
+    sessions.set(key, entry)
+    return entry
+  }
+
+  return {
+    async get (owner, id) {
+      const at = now()
+      pruneExpired(at)
+      const entry = use(keyOf(owner, id), at)
+      if (entry === null) return null
+      const { record } = entry
+      return { turns: cloneTurns(record.turns), createdAt: record.createdAt, updatedAt: record.updatedAt }
+    },
+
+    async append (owner, id, turns) {
+      const at = now()
+      pruneExpired(at)
+      const key = keyOf(owner, id)
+      const entry = use(key, at)
+      const copy = cloneTurns(turns)
+      if (entry !== null) {
+        entry.record.turns.push(...copy)
+        entry.record.updatedAt = at
+        return
+      }
+      sessions.set(key, { record: { turns: copy, createdAt: at, updatedAt: at }, lastUsed: at })
+      for (const oldest of sessions.keys()) {
+        if (sessions.size <= maxSessions) break
+        sessions.delete(oldest)
+      }
+    },
+
+    async trim (owner, id, maxTokens) {
+      const at = now()
+      const entry = use(keyOf(owner, id), at)
+      if (entry === null) return
+      const kept = trimTurns(entry.record.turns, maxTokens)
+      if (kept.length === entry.record.turns.length) return
+      entry.record.turns = kept
+      entry.record.updatedAt = at
+    },
+
+    async delete (owner, id) {
+      const key = keyOf(owner, id)
+      const entry = sessions.get(key)
+      if (entry === undefined) return false
+      sessions.delete(key)
+      return !isExpired(entry, now())
+    },
+
+    async count () {
+      pruneExpired(now())
+      return sessions.size
+    },
+
+    async close () {
+      sessions.clear()
+    },
+  }
+}
+
+export interface MemoryRateLimitStoreOptions {
+  now?: Clock
+  /** Most keys tracked at once; beyond it the least recently hit key is forgotten. Default 100000. */
+  maxKeys?: number
+  /** How often idle keys are swept, in ms (an unref'd timer). Default 60000. */
+  sweepIntervalMs?: number
+}
+
+interface WindowLog {
+  /** Timestamps of recorded hits, oldest first. */
+  hits: number[]
+  windowMs: number
+}
+
+/**
+ * In-process sliding-window log. A hit drops timestamps at least `windowMs` old; when `max` remain it
+ * is refused and not recorded (`current` = max + 1), otherwise it is recorded. `resetMs` is the time
+ * until the oldest recorded hit leaves the window. Memory stays bounded: each log holds at most `max`
+ * timestamps, idle keys are swept periodically and the number of keys is capped (`maxKeys`).
+ */
+export function createMemoryRateLimitStore (options: MemoryRateLimitStoreOptions = {}): RateLimitStore {
+  const now = options.now ?? Date.now
+  const maxKeys = options.maxKeys ?? 100_000
+  assertPositiveInteger('maxKeys', maxKeys)
+  const sweepIntervalMs = options.sweepIntervalMs ?? 60_000
+  assertPositive('sweepIntervalMs', sweepIntervalMs)
+  // Map order is hit order (least recent first), for the key cap.
+  const logs = new Map<string, WindowLog>()
+
+  function sweep (): void {
+    const at = now()
+    for (const [key, log] of logs) {
+      const newest = log.hits[log.hits.length - 1]
+      if (newest === undefined || at - newest >= log.windowMs) logs.delete(key)
+    }
+  }
+
+  const timer = setInterval(sweep, sweepIntervalMs)
+  timer.unref()
+
+  return {
+    async hit (key, max, windowMs) {
+      const at = now()
+      let log = logs.get(key)
+      if (log === undefined) {
+        log = { hits: [], windowMs }
+      } else {
+        logs.delete(key)
+      }
+      logs.set(key, log)
+      log.windowMs = windowMs
+      const { hits } = log
+      let expired = 0
+      while (expired < hits.length && at - (hits[expired] as number) >= windowMs) expired++
+      if (expired > 0) hits.splice(0, expired)
+
+      if (hits.length >= max) {
+        const oldest = hits[0]
+        const resetMs = oldest === undefined ? windowMs : Math.max(0, oldest + windowMs - at)
+        if (hits.length === 0) logs.delete(key)
+        return { current: max + 1, allowed: false, resetMs }
+      }
+      hits.push(at)
+      const oldest = hits[0] as number
+      if (logs.size > maxKeys) {
+        sweep()
+        for (const oldestKey of logs.keys()) {
+          if (logs.size <= maxKeys) break
+          logs.delete(oldestKey)
+        }
+      }
+      return { current: hits.length, allowed: true, resetMs: Math.max(0, oldest + windowMs - at) } satisfies RateLimitHit
+    },
+
+    async close () {
+      clearInterval(timer)
+      logs.clear()
+    },
+  }
+}
+
+export interface MemoryConversationLogOptions {
+  /** Records kept; the oldest are overwritten beyond it. */
+  maxEntries: number
+}
+
+/** In-process conversation log: a ring buffer of the last `maxEntries` records (copied in and out). */
+export function createMemoryConversationLog (options: MemoryConversationLogOptions): ConversationLog {
+  assertPositiveInteger('maxEntries', options.maxEntries)
+  const capacity = options.maxEntries
+  const ring: Array<ConversationRecord | undefined> = new Array<ConversationRecord | undefined>(capacity)
+  let next = 0
+  let size = 0
+
+  return {
+    async write (record) {
+      ring[next] = structuredClone(record)
+      next = (next + 1) % capacity
+      if (size < capacity) size++
+    },
+
+    async recent (limit) {
+      const count = Math.min(Math.max(0, Math.floor(limit)), size)
+      const out: ConversationRecord[] = []
+      for (let i = count; i > 0; i--) {
+        const record = ring[(next - i + capacity) % capacity]
+        if (record !== undefined) out.push(structuredClone(record))
+      }
+      return out
+    },
+
+    async close () {
+      ring.fill(undefined)
+      next = 0
+      size = 0
+    },
+  }
+}

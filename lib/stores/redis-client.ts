@@ -1,0 +1,140 @@
+// The shared ioredis connection: fails fast while Redis is down, reconnects forever, never crashes.
+import { createHash, randomBytes } from 'node:crypto'
+import { Redis } from 'ioredis'
+
+export type { Redis } from 'ioredis'
+
+/** The subset of a pino / Fastify logger the client uses. */
+export interface RedisLogger {
+  info (obj: object, msg?: string): void
+  warn (obj: object, msg?: string): void
+  error (obj: object, msg?: string): void
+}
+
+export interface RedisClientOptions {
+  logger?: RedisLogger
+  /** Shown in CLIENT LIST. */
+  connectionName?: string
+  /** A command without a reply after this long rejects (hung server, black-holed network). Default 1000. */
+  commandTimeoutMs?: number
+  /** Longest wait for one connection attempt. Default 2000. */
+  connectTimeoutMs?: number
+  /** Reconnect back-off cap (exponential from 50 ms, plus jitter). Default 2000. */
+  maxBackoffMs?: number
+}
+
+/** Reconnect delay for the `times`-th attempt: 50 ms doubling, capped, plus up to 100 ms of jitter. */
+export function reconnectDelay (times: number, maxBackoffMs: number): number {
+  const base = Math.min(50 * 2 ** Math.min(Math.max(times - 1, 0), 16), maxBackoffMs)
+  return base + Math.floor(Math.random() * 100)
+}
+
+/**
+ * Creates the ioredis client every Redis store shares, connecting in the background.
+ *
+ * Commands never queue while disconnected: they reject at once (`enableOfflineQueue: false`), commands
+ * in flight when the connection drops reject (`maxRetriesPerRequest: 0`, no resend, so a rate-limit hit
+ * is never counted twice), and a command without a reply rejects after `commandTimeoutMs`.
+ * The client reconnects forever with capped back-off, so service recovers by itself when Redis
+ * returns. Errors go to `logger` (once per outage), never to an unhandled 'error' event; the URL,
+ * which may hold a password, is never logged. Commands sent before the first connection is ready
+ * reject too: await `waitForRedis` at startup if that matters.
+ */
+export function createRedisClient (url: string, options: RedisClientOptions = {}): Redis {
+  const { logger } = options
+  const maxBackoffMs = options.maxBackoffMs ?? 2000
+  const redis = new Redis(url, {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    autoResendUnfulfilledCommands: false,
+    commandTimeout: options.commandTimeoutMs ?? 1000,
+    connectTimeout: options.connectTimeoutMs ?? 2000,
+    retryStrategy: (times) => reconnectDelay(times, maxBackoffMs),
+    ...(options.connectionName === undefined ? {} : { connectionName: options.connectionName }),
+  })
+
+  // 'up' until the first failure; errors are logged once per outage, then again after recovery.
+  let state: 'starting' | 'up' | 'down' = 'starting'
+  redis.on('error', (err: Error & { code?: string }) => {
+    if (state === 'down') return
+    state = 'down'
+    logger?.warn({ err: { name: err.name, message: err.message, code: err.code } }, 'Redis error; commands fail until it is back')
+  })
+  redis.on('ready', () => {
+    if (state === 'down') logger?.info({}, 'Redis connection restored')
+    state = 'up'
+  })
+  redis.on('close', () => {
+    if (state !== 'up') return
+    state = 'down'
+    logger?.warn({}, 'Redis connection lost; reconnecting')
+  })
+  return redis
+}
+
+/** Resolves once the client is ready; rejects after `timeoutMs` (the client keeps reconnecting). */
+export async function waitForRedis (redis: Redis, timeoutMs: number): Promise<void> {
+  if (redis.status === 'ready') return
+  await new Promise<void>((resolve, reject) => {
+    const onReady = (): void => {
+      clearTimeout(timer)
+      resolve()
+    }
+    const timer = setTimeout(() => {
+      redis.off('ready', onReady)
+      reject(new Error(`Redis not ready after ${timeoutMs} ms`))
+    }, timeoutMs)
+    redis.once('ready', onReady)
+  })
+}
+
+/** Closes the client: QUIT when connected (bounded by `timeoutMs`), else drops the socket at once. */
+export async function closeRedisClient (redis: Redis, timeoutMs = 1000): Promise<void> {
+  if (redis.status === 'end') return
+  if (redis.status !== 'ready') {
+    redis.disconnect()
+    return
+  }
+  let timer: NodeJS.Timeout | undefined
+  try {
+    await Promise.race([
+      redis.quit(),
+      new Promise((resolve) => { timer = setTimeout(resolve, timeoutMs) }),
+    ])
+  } catch {
+    // disconnected below anyway
+  } finally {
+    clearTimeout(timer)
+    redis.disconnect()
+  }
+}
+
+/** sha256 hex of a caller identity or key, so API keys never appear in Redis key names. */
+export function hashKey (value: string): string {
+  return createHash('sha256').update(value).digest('hex')
+}
+
+/** A random member suffix, unique across replicas hitting in the same millisecond. */
+export function uniqueNonce (): string {
+  return randomBytes(12).toString('hex')
+}
+
+/** A Lua script run with EVALSHA, falling back to EVAL (which caches it) when the server lacks it. */
+export interface LuaScript {
+  run (redis: Redis, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown>
+}
+
+/** Defines a Lua script once; `run` sends EVALSHA and retries with EVAL on NOSCRIPT. */
+export function defineScript (lua: string): LuaScript {
+  const sha = createHash('sha1').update(lua).digest('hex')
+  return {
+    async run (redis, keys, args) {
+      try {
+        return await redis.evalsha(sha, keys.length, ...keys, ...args)
+      } catch (err) {
+        if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err
+        return await redis.eval(lua, keys.length, ...keys, ...args)
+      }
+    },
+  }
+}

@@ -1,0 +1,59 @@
+// Redis rate-limit store: a sliding-window log in a sorted set, one atomic Lua script per hit.
+import { defineScript, hashKey, uniqueNonce, type Redis } from './redis-client.js'
+import type { RateLimitHit, RateLimitStore } from './types.js'
+
+export interface RedisRateLimitStoreOptions {
+  /** Namespace of every key (REDIS_PREFIX), e.g. `agentchat:`. */
+  prefix: string
+}
+
+// KEYS: the window's sorted set. ARGV: max, windowMs, nonce. Returns {allowed 0|1, current, resetMs}.
+// Time is the server's (microsecond precision, in ms) so replicas with skewed clocks agree. The score
+// is that time and the member a random nonce, so hits from replicas in the same instant never collide.
+const HIT = defineScript(`local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+local max = tonumber(ARGV[1])
+local window = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+local count = redis.call('ZCARD', KEYS[1])
+local allowed = 0
+if count < max then
+  redis.call('ZADD', KEYS[1], now, ARGV[3])
+  redis.call('PEXPIRE', KEYS[1], math.ceil(window))
+  count = count + 1
+  allowed = 1
+end
+local reset = window
+local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+if oldest[2] then reset = tonumber(oldest[2]) + window - now end
+if reset < 0 then reset = 0 end
+if allowed == 0 then count = max + 1 end
+return {allowed, count, math.ceil(reset)}`)
+
+function parseHit (reply: unknown): RateLimitHit {
+  if (!Array.isArray(reply) || reply.length !== 3) throw new Error('Malformed Redis rate-limit reply')
+  const [allowed, current, resetMs] = reply as [unknown, unknown, unknown]
+  return { allowed: Number(allowed) === 1, current: Number(current), resetMs: Number(resetMs) }
+}
+
+/**
+ * Redis sliding-window log, exact across replicas: each hit is ONE Lua script that drops entries at
+ * least `windowMs` old, refuses without recording when `max` remain (`current` = max + 1), else adds
+ * a unique member and sets the key to expire with the window. `resetMs` is the time until the oldest
+ * entry leaves the window. Keys are `${prefix}ratelimit:${sha256(key)}`, so API keys never appear.
+ * Rejects promptly when Redis is unreachable; the caller decides to fail open.
+ * `close()` leaves the shared client to its owner.
+ */
+export function createRedisRateLimitStore (redis: Redis, options: RedisRateLimitStoreOptions): RateLimitStore {
+  const { prefix } = options
+  return {
+    async hit (key, max, windowMs) {
+      const reply = await HIT.run(redis, [`${prefix}ratelimit:${hashKey(key)}`], [max, windowMs, uniqueNonce()])
+      return parseHit(reply)
+    },
+
+    async close () {
+      // The client is shared with the other stores; its owner closes it (closeRedisClient).
+    },
+  }
+}
