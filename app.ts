@@ -8,6 +8,10 @@ import lifecyclePlugin from './plugins/lifecycle.js'
 import requestLogPlugin, { genReqId } from './plugins/request-log.js'
 import corsPlugin from './plugins/cors.js'
 import docsPlugin from './plugins/docs.js'
+import metricsPlugin from './plugins/metrics.js'
+import authPlugin from './plugins/auth.js'
+import rateLimitPlugin from './plugins/rate-limit.js'
+import type { RateLimitStore } from './lib/stores/types.js'
 import { createErrorHandler } from './plugins/error-handlers.js'
 import unversionedLayout from './routes/unversioned.js'
 import versionedLayout from './routes/api/versioned.js'
@@ -20,6 +24,8 @@ export interface BuildAppOptions {
   logStream?: DestinationStream
   /** Extra routes inside each layout's scope, so they answer errors in that layout's shape (tests, embedding). */
   extraRoutes?: { versioned?: FastifyPluginAsync, unversioned?: FastifyPluginAsync }
+  /** The rate-limit store, over any `app.rateLimitStore` decorator and the in-process default (tests). */
+  rateLimitStore?: RateLimitStore
 }
 
 /** Default body limit of JSON routes; routes that take images set their own. */
@@ -66,7 +72,14 @@ export async function buildApp (options: BuildAppOptions = {}) {
   await app.register(configPlugin, { config })
   await app.register(lifecyclePlugin)
   await app.register(requestLogPlugin)
+  // Order matters: app-level onRequest hooks run in registration order, and only reach routes
+  // registered after them. Metrics first (it counts every request: 401, 429, 404, CORS preflights);
+  // CORS answers preflights before auth; auth sets the identity the rate limit keys on; the rate
+  // limit exempts open routes; the docs routes come after all of them (they are marked open).
+  await app.register(metricsPlugin)
   await app.register(corsPlugin)
+  await app.register(authPlugin)
+  await app.register(rateLimitPlugin, options.rateLimitStore === undefined ? {} : { store: options.rateLimitStore })
   await app.register(docsPlugin)
 
   app.setErrorHandler(createErrorHandler('unversioned', config.DEBUG))

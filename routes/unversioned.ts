@@ -2,10 +2,12 @@
 import type { FastifyPluginAsync } from 'fastify'
 import { createErrorHandler, type LayoutOptions } from '../plugins/error-handlers.js'
 import healthRoutes from './health.js'
+import metricsRoutes from './metrics.js'
 
 const unversionedLayout: FastifyPluginAsync<LayoutOptions> = async (app, { extraRoutes }) => {
   app.setErrorHandler(createErrorHandler('unversioned', app.config.DEBUG))
   await app.register(healthRoutes)
+  await app.register(metricsRoutes)
   if (extraRoutes) await app.register(extraRoutes)
 }
 
