@@ -2,7 +2,7 @@
 import { Type } from 'typebox'
 
 export const MetricsQuery = Type.Object({
-  format: Type.Optional(Type.Union([Type.Literal('json'), Type.Literal('text')], {
+  format: Type.Optional(Type.Enum(['json', 'text'], {
     description: '`json` for the JSON form, `text` for the Prometheus text form; default: by the Accept header',
   })),
 })
