@@ -13,6 +13,7 @@ import type {
 /** A clock returning epoch milliseconds; injectable so tests control time. */
 export type Clock = () => number
 
+/** Options of createMemorySessionStore. */
 export interface MemorySessionStoreOptions {
   /** Idle expiry: a session unused (no get, append or trim) this long is gone. Fractions allowed. */
   ttlSeconds: number
@@ -133,6 +134,7 @@ export function createMemorySessionStore (options: MemorySessionStoreOptions): S
   }
 }
 
+/** Options of createMemoryRateLimitStore. */
 export interface MemoryRateLimitStoreOptions {
   now?: Clock
   /** Most keys tracked at once; beyond it the least recently hit key is forgotten. Default 100000. */
@@ -214,6 +216,7 @@ export function createMemoryRateLimitStore (options: MemoryRateLimitStoreOptions
   }
 }
 
+/** Options of createMemoryConversationLog. */
 export interface MemoryConversationLogOptions {
   /** Records kept; the oldest are overwritten beyond it. */
   maxEntries: number

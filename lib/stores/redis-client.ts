@@ -11,6 +11,7 @@ export interface RedisLogger {
   error (obj: object, msg?: string): void
 }
 
+/** Options of createRedisClient; the defaults suit production. */
 export interface RedisClientOptions {
   logger?: RedisLogger
   /** Shown in CLIENT LIST. */

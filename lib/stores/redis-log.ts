@@ -2,6 +2,7 @@
 import type { Redis } from './redis-client.js'
 import type { ConversationLog, ConversationRecord } from './types.js'
 
+/** Options of createRedisConversationLog. */
 export interface RedisConversationLogOptions {
   /** Namespace of every key (REDIS_PREFIX), e.g. `agentchat:`. */
   prefix: string

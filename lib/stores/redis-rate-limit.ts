@@ -2,6 +2,7 @@
 import { defineScript, hashKey, uniqueNonce, type Redis } from './redis-client.js'
 import type { RateLimitHit, RateLimitStore } from './types.js'
 
+/** Options of createRedisRateLimitStore. */
 export interface RedisRateLimitStoreOptions {
   /** Namespace of every key (REDIS_PREFIX), e.g. `agentchat:`. */
   prefix: string

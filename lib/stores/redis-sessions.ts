@@ -4,6 +4,7 @@ import { trimTurns } from './memory-trim.js'
 import { defineScript, hashKey, type Redis } from './redis-client.js'
 import type { SessionRecord, SessionStore } from './types.js'
 
+/** Options of createRedisSessionStore. */
 export interface RedisSessionStoreOptions {
   /** Namespace of every key (REDIS_PREFIX), e.g. `agentchat:`. */
   prefix: string

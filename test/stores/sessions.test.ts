@@ -1,0 +1,82 @@
+// Session stores: the shared contract against memory and Redis, plus Redis-only key, TTL and index checks.
+import { randomUUID } from 'node:crypto'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { test } from 'tap'
+import type { ChatTurn } from '../../lib/llm/types.js'
+import { hashKey } from '../../lib/stores/redis-client.js'
+import { createMemorySessionStore } from '../../lib/stores/memory.js'
+import { createRedisSessionStore } from '../../lib/stores/redis-sessions.js'
+import { listKeys, requireRedis } from '../helpers/redis.js'
+import { sessionStoreContract } from './session-store.contract.js'
+
+test('memory session store: contract', async (t) => {
+  sessionStoreContract(t, async () => createMemorySessionStore({ ttlSeconds: 3600, maxSessions: 1000 }))
+})
+
+test('redis session store: contract', async (t) => {
+  const env = await requireRedis(t)
+  if (env === null) return
+  const redis = await env.connect()
+  sessionStoreContract(t, async () => createRedisSessionStore(redis, { prefix: `${env.prefix}${randomUUID()}:`, ttlSeconds: 3600 }))
+})
+
+test('redis session store: keys are namespaced, owners hashed, expiry set', async (t) => {
+  const env = await requireRedis(t)
+  if (env === null) return
+  const redis = await env.connect()
+  const store = createRedisSessionStore(redis, { prefix: env.prefix, ttlSeconds: 60 })
+  const owner = 'sk-live-SECRET-api-key-123'
+  await store.append(owner, 'abc', [{ role: 'user', content: 'hi' }])
+
+  const keys = await listKeys(redis, env.prefix)
+  const h = hashKey(owner)
+  t.same(keys, [
+    `${env.prefix}session-meta:${h}:abc`,
+    `${env.prefix}session:${h}:abc`,
+    `${env.prefix}sessions`,
+  ].sort())
+  t.notOk(keys.some((key) => key.includes('SECRET')), 'the API key never appears in key names')
+  t.notOk((await redis.zrange(`${env.prefix}sessions`, '0', '-1')).some((m) => m.includes('SECRET')), 'nor in the index')
+  for (const key of keys) {
+    const ttl = await redis.pttl(key)
+    t.ok(ttl > 55_000 && ttl <= 60_000, `${key} expires with the session TTL (${ttl} ms)`)
+  }
+})
+
+test('redis session store: idle sessions expire, and use refreshes the expiry', async (t) => {
+  const env = await requireRedis(t)
+  if (env === null) return
+  const redis = await env.connect()
+  const store = createRedisSessionStore(redis, { prefix: env.prefix, ttlSeconds: 0.4 })
+  await store.append('alice', 'idle', [{ role: 'user', content: 'hi' }])
+  await store.append('alice', 'used', [{ role: 'user', content: 'hi' }])
+  t.equal(await store.count(), 2)
+  await sleep(250)
+  t.ok(await store.get('alice', 'used'), 'get counts as use')
+  await sleep(250)
+  t.equal(await store.get('alice', 'idle'), null, 'idle session expired')
+  t.ok(await store.get('alice', 'used'), 'used session still alive')
+  t.equal(await store.count(), 1, 'count drops expired sessions')
+  await sleep(450)
+  t.equal(await store.count(), 0)
+  t.same(await listKeys(redis, env.prefix), [], 'nothing left behind')
+})
+
+test('redis session store: a trim racing appends never loses the appended turns', async (t) => {
+  const env = await requireRedis(t)
+  if (env === null) return
+  const [a, b] = [await env.connect(), await env.connect()]
+  const storeA = createRedisSessionStore(a, { prefix: env.prefix, ttlSeconds: 60 })
+  const storeB = createRedisSessionStore(b, { prefix: env.prefix, ttlSeconds: 60 })
+  const pair = (i: number): ChatTurn[] => [{ role: 'user', content: `q${i} ${'x'.repeat(200)}` }, { role: 'assistant', content: `a${i}` }]
+  for (let i = 0; i < 30; i++) await storeA.append('o', 's', pair(i))
+  const late = Array.from({ length: 10 }, (_, i) => ({ role: 'user', content: `late${i}` }) satisfies ChatTurn)
+  await Promise.all([
+    storeA.trim('o', 's', 1000),
+    ...late.map(async (turn) => await storeB.append('o', 's', [turn])),
+  ])
+  const turns = (await storeA.get('o', 's'))?.turns ?? []
+  t.ok(turns.length < 70, `trimmed (${turns.length} turns)`)
+  t.same(turns.slice(-10).map((turn) => turn.content).sort(), late.map((turn) => turn.content).sort(), 'every late turn kept, at the end')
+  t.equal(turns[0]?.role, 'user', 'starts with a user turn')
+})
