@@ -11,9 +11,9 @@ import type { StreamFormat } from './stream-formats.js'
 /** Run options without the parts a route does not choose. */
 export type RunRequest = Omit<AgentRunOptions, 'provider' | 'tools' | 'streaming' | 'signal' | 'maxIterations'>
 
-/** Who is calling: set by the auth plugin; the client IP when there is none. */
+/** Who is calling (set by the auth plugin): sessions and the conversation log belong to it. */
 export function identityOf (request: FastifyRequest): string {
-  return (request as FastifyRequest & { identity?: string }).identity ?? `ip:${request.ip}`
+  return request.identity || `ip:${request.ip}`
 }
 
 function fullOptions (app: FastifyInstance, run: RunRequest, streaming: boolean, signal?: AbortSignal): AgentRunOptions {
@@ -23,6 +23,10 @@ function fullOptions (app: FastifyInstance, run: RunRequest, streaming: boolean,
     tools: app.tools,
     maxIterations: app.config.MAX_ITERATIONS,
     streaming,
+    onToolRun: (tool, isError) => {
+      // Model-chosen names are unbounded: unknown ones share one label value.
+      app.metrics.toolCalls.inc({ tool: app.tools.has(tool) ? tool : 'unknown', outcome: isError ? 'error' : 'ok' })
+    },
     ...(signal ? { signal } : {}),
   }
 }

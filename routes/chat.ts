@@ -60,7 +60,6 @@ const sessionChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
       summary: 'Chat with the agent in a session (JSON, or SSE with stream: true)',
       description: 'The agent may call tools. Without `session_id` a new session starts; its id comes back in the answer.',
       operationId: 'postChat',
-      security: [{ bearerAuth: [] }],
       body: SessionChatRequest,
       response: { 200: { ...SseResponse, content: { 'application/json': { schema: SessionChatResponse }, ...SseResponse.content } }, ...modelErrorResponses },
     },
@@ -94,7 +93,6 @@ const sessionChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
       description: "Each message is `data: <chunk>`; the stream ends with `data: [DONE]`, or `data: {'error': '<text>'}` on failure. " +
         'The session id is in the `X-Session-Id` response header.',
       operationId: 'postChatStream',
-      security: [{ bearerAuth: [] }],
       body: SessionChatRequest,
       response: { 200: SseResponse, ...modelErrorResponses },
     },

@@ -15,7 +15,6 @@ const agentRoutes: FastifyPluginAsyncTypebox = async (app) => {
       description: 'Each message is JSON `{type, data}`: tool_call `{tool, args}`, tool_result `{tool, content}` (first 200 characters), ' +
         'token (text), usage `{input_tokens, output_tokens}`, then done (empty string); error (text) on failure. All tools are enabled unless `tools` names some.',
       operationId: 'postApiV1AgentStream',
-      security: [{ bearerAuth: [] }],
       body: chatRequestSchema(app.config.models),
       response: { 200: SseResponse, ...modelErrorResponses },
     },

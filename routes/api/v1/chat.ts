@@ -81,7 +81,6 @@ const chatRoutes: FastifyPluginAsyncTypebox = async (app) => {
       description: 'Takes a ChatRequest (optionally with model, temperature, max_tokens, tools) and answers an AgentResponse, ' +
         'or the simple variant {message, conversation_id} and answers {reply, conversation_id}. With `stream: true` it answers as /api/v1/chat/stream.',
       operationId: 'postApiV1Chat',
-      security: [{ bearerAuth: [] }],
       body: v1ChatBodySchema(models),
       response: { 200: { ...SseResponse, content: { 'application/json': { schema: { anyOf: [AgentResponse, SimpleChatResponse] } }, ...SseResponse.content } }, ...modelErrorResponses },
     },
@@ -103,7 +102,6 @@ const chatRoutes: FastifyPluginAsyncTypebox = async (app) => {
       summary: 'Chat with the model as an SSE stream of text chunks',
       description: 'Each message is `data: <chunk>`; the stream ends with `data: [DONE]`, or `data: [ERROR] <text>` on failure.',
       operationId: 'postApiV1ChatStream',
-      security: [{ bearerAuth: [] }],
       body: chatRequestSchema(models),
       response: { 200: SseResponse, ...modelErrorResponses },
     },

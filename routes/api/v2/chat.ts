@@ -20,7 +20,6 @@ const v2ChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
       summary: 'Chat with images (base64 or data: URLs)',
       description: `Images (png, jpeg, gif, webp; at most ${MAX_IMAGES}, 5 MB each) attach to the last user message. Answers like /api/v1/chat.`,
       operationId: 'postApiV2Chat',
-      security: [{ bearerAuth: [] }],
       body: multimodalRequestSchema(app.config.models),
       response: { 200: { ...SseResponse, content: { 'application/json': { schema: AgentResponse }, ...SseResponse.content } }, ...modelErrorResponses },
     },
