@@ -52,12 +52,14 @@ async function remember (app: FastifyInstance, owner: string, sessionId: string,
 async function answerSessionStream (app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, body: Body) {
   const { sessionId, owner, userTurn, run } = await prepare(app, request, body)
   reply.header('x-session-id', sessionId)
-  const result: AgentResult | null = await answerStream(app, request, reply, run, sessionChunks)
-  if (result) {
-    await remember(app, owner, sessionId, [userTurn, ...result.turns])
-      .catch((error: unknown) => request.log.error({ err: error }, 'session save failed after stream'))
-    logConversationAfterResponse(app, request, reply, { conversationId: sessionId, messages: run.messages, result })
-  }
+  // The session is saved before [DONE], so a client that continues the moment it reads [DONE] finds it.
+  const result: AgentResult | null = await answerStream(app, request, reply, run, sessionChunks, {
+    beforeDone: async (finished) => {
+      await remember(app, owner, sessionId, [userTurn, ...finished.turns])
+        .catch((error: unknown) => request.log.error({ err: error }, 'session save failed during stream'))
+    },
+  })
+  if (result) logConversationAfterResponse(app, request, reply, { conversationId: sessionId, messages: run.messages, result })
   return reply
 }
 
