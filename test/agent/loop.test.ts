@@ -1,6 +1,7 @@
 // The agent loop through the real app and the real @anthropic-ai/sdk over HTTP against the fake Anthropic server:
 // tool_use, tool_result ids, parallel calls, the iteration cap, failing and refused tools.
 import { test } from 'tap'
+import { TOOL_RESULT_PREVIEW_CHARS, truncateChars } from '../../lib/agent/run.js'
 import { readSse } from '../helpers/sse-client.js'
 import {
   buildFakeApp, eventShape, listen, postJson, readAgentEvents, upstreamMessages,
@@ -169,4 +170,13 @@ test('without tools, /api/v1/chat offers none and makes one call', async (t) => 
   })
   t.equal(fake.requests.length, 1)
   t.notOk('tools' in (fake.requests[0]?.body ?? {}), 'no tools field sent')
+})
+
+test('truncateChars counts characters, not UTF-16 code units', async (t) => {
+  t.equal(truncateChars('abc', 5), 'abc')
+  t.equal(truncateChars('abcdef', 3), 'abc')
+  t.equal(truncateChars('a😀b', 2), 'a😀')
+  t.equal(truncateChars('😀😀😀', 2), '😀😀')
+  t.equal(truncateChars('ab\ud83d', 3), 'ab\ud83d', 'a lone surrogate counts as one')
+  t.equal(TOOL_RESULT_PREVIEW_CHARS, 200)
 })

@@ -231,3 +231,18 @@ test('a failing conversation log write is logged and does not change the respons
   t.same(events, ['Echo:', ' piped', ' and', ' still', ' fine', '[DONE]'])
   t.ok(await eventually(() => failed().length === 2), 'logged for the stream too')
 })
+
+test('a client that leaves during POST /chat aborts the model call', async (t) => {
+  const { fake, app } = await buildFakeApp(t)
+  const base = await listen(app)
+  fake.enqueue({ kind: 'hang' }, { kind: 'text', text: 'never' })
+  const controller = new AbortController()
+  const pending = postJson(base, '/chat', { message: 'hi' }, { signal: controller.signal }).catch((error: unknown) => error)
+  await fake.waitForRequests(1)
+  controller.abort()
+  t.match(await pending, { name: 'AbortError' })
+  const upstream = await fake.settled(0)
+  t.equal(upstream.aborted, true, 'the fake saw the abort')
+  t.equal(fake.pending, 1, 'no further model call')
+  app.server.closeAllConnections()
+})
