@@ -8,6 +8,12 @@ import { readSse } from './sse-client.js'
 
 interface Teardown { teardown: (fn: () => unknown) => void }
 
+/**
+ * Limits high enough that no test here trips the global or the POST /chat rate limit (these tests are
+ * about the agent and sessions; the limits have their own tests).
+ */
+export const ROOMY_LIMITS: Record<string, string> = { RATE_LIMIT_PER_MINUTE: '1000', CHAT_RATE_LIMIT_PER_MINUTE: '1000' }
+
 /** App environment that points the real Anthropic SDK at the fake, with fast retries. */
 export function fakeEnv (url: string): Record<string, string> {
   return {
@@ -23,7 +29,7 @@ export function fakeEnv (url: string): Record<string, string> {
 export async function buildFakeApp (t: Teardown, env: Record<string, string> = {}) {
   const fake = await startFakeAnthropic()
   t.teardown(() => fake.close())
-  const { app, logs } = await buildTestApp(t, { ...fakeEnv(fake.url), ...env })
+  const { app, logs } = await buildTestApp(t, { ...ROOMY_LIMITS, ...fakeEnv(fake.url), ...env })
   return { fake, app, logs }
 }
 

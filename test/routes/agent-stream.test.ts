@@ -8,7 +8,7 @@ import { BUILT_IN_DOCUMENTS } from '../../lib/tools/knowledge-base.js'
 import { buildTestApp } from '../helpers/app.js'
 import { sseEvents } from '../helpers/sse-client.js'
 import {
-  buildFakeApp, eventShape, eventually, listen, postJson, readAgentEvents, tokenText, upstreamMessages, type AgentEventJson,
+  ROOMY_LIMITS, buildFakeApp, eventShape, eventually, listen, postJson, readAgentEvents, tokenText, upstreamMessages, type AgentEventJson,
 } from '../helpers/agent.js'
 
 const CALC = 'calculate_expression'
@@ -100,7 +100,7 @@ test('upstream failure: an error event, status 200, no done; before and after th
 })
 
 test('offline agent with no key: what is 2+3*4 gives tool_call, tool_result 14, tokens, done', async (t) => {
-  const { app } = await buildTestApp(t)
+  const { app } = await buildTestApp(t, ROOMY_LIMITS)
   const base = await listen(app)
   const events = await readAgentEvents(await postJson(base, PATH, ask('what is 2+3*4')))
   t.same(eventShape(events), ['tool_call', 'tool_result', 'token', 'usage', 'done'])
@@ -114,7 +114,7 @@ test('offline agent with no key: what is 2+3*4 gives tool_call, tool_result 14, 
 })
 
 test('offline agent: a knowledge-base question calls search_knowledge_base', async (t) => {
-  const { app } = await buildTestApp(t)
+  const { app } = await buildTestApp(t, ROOMY_LIMITS)
   const base = await listen(app)
   const events = await readAgentEvents(await postJson(base, PATH, ask('How does the rate limit work?')))
   t.same(eventShape(events), ['tool_call', 'tool_result', 'token', 'usage', 'done'])

@@ -5,12 +5,12 @@ import { BUILT_IN_DOCUMENTS } from '../../lib/tools/knowledge-base.js'
 import type { ConversationRecord } from '../../lib/stores/types.js'
 import { buildTestApp } from '../helpers/app.js'
 import { readSse } from '../helpers/sse-client.js'
-import { buildFakeApp, eventually, listen, postJson } from '../helpers/agent.js'
+import { ROOMY_LIMITS, buildFakeApp, eventually, listen, postJson } from '../helpers/agent.js'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
 
 test('POST /chat answers the ChatResponse; a new UUID session when none is given, the given one otherwise', async (t) => {
-  const { app } = await buildTestApp(t)
+  const { app } = await buildTestApp(t, ROOMY_LIMITS)
   const res = await app.inject({ method: 'POST', url: '/chat', payload: { message: 'hello there' } })
   t.equal(res.statusCode, 200)
   t.match(res.headers['content-type'], /^application\/json/)
@@ -32,7 +32,7 @@ test('POST /chat answers the ChatResponse; a new UUID session when none is given
 })
 
 test('the SPEC 2.2 input rule: script markup refused with 422, harmless text accepted', async (t) => {
-  const { app } = await buildTestApp(t)
+  const { app } = await buildTestApp(t, ROOMY_LIMITS)
   const base = await listen(app)
   for (const message of ['<script>x</script>', 'JAVASCRIPT:alert(1)', '<img src=x onerror=alert(1)>', 'hi <SCRIPT src="a.js" >', 'OnError=1']) {
     const res = await app.inject({ method: 'POST', url: '/chat', payload: { message } })
@@ -54,7 +54,7 @@ test('the SPEC 2.2 input rule: script markup refused with 422, harmless text acc
 })
 
 test('message length: 1 to 10000 characters; session_id and stream are checked too', async (t) => {
-  const { app } = await buildTestApp(t)
+  const { app } = await buildTestApp(t, ROOMY_LIMITS)
   const post = (payload: unknown) => app.inject({ method: 'POST', url: '/chat', payload: payload as Record<string, unknown> })
   const longest = 'a'.repeat(10000)
   const ok = await post({ message: longest })
@@ -103,7 +103,7 @@ test('upstream failure: POST /chat answers 500 {detail: <error text>}', async (t
 })
 
 test('an unexpected failure in POST /chat keeps the unversioned 500 shape', async (t) => {
-  const { app, logs } = await buildTestApp(t)
+  const { app, logs } = await buildTestApp(t, ROOMY_LIMITS)
   app.tools.run = async () => { throw new TypeError('tool registry exploded') }
   const res = await app.inject({ method: 'POST', url: '/chat', payload: { message: 'what is 2+3*4' } })
   t.equal(res.statusCode, 500)
@@ -112,7 +112,7 @@ test('an unexpected failure in POST /chat keeps the unversioned 500 shape', asyn
 })
 
 test('stream: true on POST /chat answers exactly as /chat/stream', async (t) => {
-  const { app } = await buildTestApp(t)
+  const { app } = await buildTestApp(t, ROOMY_LIMITS)
   const base = await listen(app)
   const viaFlag = await postJson(base, '/chat', { message: 'hello there friend', stream: true })
   const viaRoute = await postJson(base, '/chat/stream', { message: 'hello there friend' })
@@ -167,7 +167,7 @@ test('/chat/stream: chunks then [DONE]; a failure inside the stream is {\'error\
 })
 
 test('offline agent with no key: POST /chat reports the calculator call and the KB lookup in tool_calls', async (t) => {
-  const { app } = await buildTestApp(t)
+  const { app } = await buildTestApp(t, ROOMY_LIMITS)
   let res = await app.inject({ method: 'POST', url: '/chat', payload: { message: 'what is 2+3*4' } })
   t.equal(res.statusCode, 200)
   t.equal(res.json().content, 'The result is 14.')
@@ -181,7 +181,7 @@ test('offline agent with no key: POST /chat reports the calculator call and the 
 })
 
 test('the conversation log is written after the response is sent', async (t) => {
-  const { app } = await buildTestApp(t)
+  const { app } = await buildTestApp(t, ROOMY_LIMITS)
   const original = app.stores.conversations.write.bind(app.stores.conversations)
   const written: ConversationRecord[] = []
   let release: () => void = () => {}
@@ -216,7 +216,7 @@ test('the conversation log is written after the response is sent', async (t) => 
 })
 
 test('a failing conversation log write is logged and does not change the response', async (t) => {
-  const { app, logs } = await buildTestApp(t)
+  const { app, logs } = await buildTestApp(t, ROOMY_LIMITS)
   app.stores.conversations.write = async () => { throw new Error('conversation log is down') }
   const res = await app.inject({ method: 'POST', url: '/chat', payload: { message: 'still fine' } })
   t.equal(res.statusCode, 200)

@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { buildTestApp } from '../helpers/app.js'
 import { readSse } from '../helpers/sse-client.js'
-import { buildFakeApp, listen, postJson, upstreamMessages } from '../helpers/agent.js'
+import { buildFakeApp, listen, postJson, upstreamMessages, ROOMY_LIMITS } from '../helpers/agent.js'
 
 type Turn = { role: string, content: unknown }
 type Block = { type: string, id?: string, tool_use_id?: string, text?: string }
@@ -109,7 +109,7 @@ test('isolation: the same session id under another client IP is another session'
 })
 
 test('isolation by X-Forwarded-For only with TRUST_PROXY=true', async (t) => {
-  const trusted = (await buildTestApp(t, { TRUST_PROXY: 'true' })).app
+  const trusted = (await buildTestApp(t, { ...ROOMY_LIMITS, TRUST_PROXY: 'true' })).app
   const post = (app: typeof trusted, xff: string) => app.inject({
     method: 'POST', url: '/chat', payload: { message: `from ${xff}`, session_id: 'proxy-s' }, headers: { 'x-forwarded-for': xff },
   })
@@ -119,7 +119,7 @@ test('isolation by X-Forwarded-For only with TRUST_PROXY=true', async (t) => {
   t.equal((await get(trusted, '203.0.113.1')).json().messages.length, 2, 'one turn each')
   t.equal((await get(trusted, '203.0.113.2')).json().messages[0].content, 'from 203.0.113.2')
 
-  const untrusted = (await buildTestApp(t)).app
+  const untrusted = (await buildTestApp(t, ROOMY_LIMITS)).app
   await post(untrusted, '203.0.113.1')
   await post(untrusted, '203.0.113.2')
   t.equal((await get(untrusted, '203.0.113.9')).json().messages.length, 4, 'without TRUST_PROXY the header is ignored: one identity')
@@ -171,7 +171,7 @@ test('trimming to MEMORY_MAX_TOKENS drops the oldest turns and never splits a to
 })
 
 test('idle sessions expire after SESSION_TTL_SECONDS', async (t) => {
-  const { app } = await buildTestApp(t, { SESSION_TTL_SECONDS: '1' })
+  const { app } = await buildTestApp(t, { ...ROOMY_LIMITS, SESSION_TTL_SECONDS: '1' })
   await app.inject({ method: 'POST', url: '/chat', payload: { message: 'remember me', session_id: 'short-lived' } })
   t.equal((await app.inject({ method: 'GET', url: '/sessions/short-lived' })).statusCode, 200)
   await sleep(1100)
@@ -184,7 +184,7 @@ test('idle sessions expire after SESSION_TTL_SECONDS', async (t) => {
 })
 
 test('MAX_SESSIONS=2: the least recently used session is evicted', async (t) => {
-  const { app } = await buildTestApp(t, { MAX_SESSIONS: '2' })
+  const { app } = await buildTestApp(t, { ...ROOMY_LIMITS, MAX_SESSIONS: '2' })
   const chat = (id: string) => app.inject({ method: 'POST', url: '/chat', payload: { message: `hi ${id}`, session_id: id } })
   const status = async (id: string) => (await app.inject({ method: 'GET', url: `/sessions/${id}` })).statusCode
   await chat('a')
@@ -202,7 +202,7 @@ test('MAX_SESSIONS=2: the least recently used session is evicted', async (t) => 
 })
 
 test('GET /sessions/:id returns the history; DELETE forgets it (204, then 404)', async (t) => {
-  const { app } = await buildTestApp(t)
+  const { app } = await buildTestApp(t, ROOMY_LIMITS)
   const before = Date.now()
   await app.inject({ method: 'POST', url: '/chat', payload: { message: 'what is 2+3*4', session_id: 's-1' } })
   await app.inject({ method: 'POST', url: '/chat', payload: { message: 'thanks', session_id: 's-1' } })
@@ -233,7 +233,7 @@ test('GET /sessions/:id returns the history; DELETE forgets it (204, then 404)',
 })
 
 test('unknown session: 404; invalid id: 422', async (t) => {
-  const { app } = await buildTestApp(t)
+  const { app } = await buildTestApp(t, ROOMY_LIMITS)
   for (const method of ['GET', 'DELETE'] as const) {
     const unknown = await app.inject({ method, url: '/sessions/never-seen' })
     t.equal(unknown.statusCode, 404, `${method} unknown`)
@@ -247,7 +247,7 @@ test('unknown session: 404; invalid id: 422', async (t) => {
 })
 
 test('a session store failure: 503 on POST /chat; a stream still ends with [DONE] and the failure is logged', async (t) => {
-  const { app, logs } = await buildTestApp(t)
+  const { app, logs } = await buildTestApp(t, ROOMY_LIMITS)
   app.stores.sessions.append = async () => { throw new Error('store is down') }
   const res = await app.inject({ method: 'POST', url: '/chat', payload: { message: 'hi' } })
   t.equal(res.statusCode, 503)
