@@ -62,7 +62,14 @@ export async function answerJson (app: FastifyInstance, request: FastifyRequest,
  */
 export async function answerStream (
   app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, run: RunRequest, format: StreamFormat,
-  extra?: { usage?: boolean }
+  extra?: {
+    usage?: boolean
+    /**
+     * Runs once the agent finished, before the done message: what a client may rely on when it reads
+     * done (the session saved) happens here. It must not throw; the stream ends normally after it.
+     */
+    beforeDone?: (result: AgentResult) => Promise<void>
+  }
 ): Promise<AgentResult | null> {
   const sse = openSseStream(request, reply, {
     heartbeatMs: app.config.SSE_HEARTBEAT_SECONDS * 1000,
@@ -79,6 +86,7 @@ export async function answerStream (
     }
     const result = step.value
     if (extra?.usage) await sse.send(JSON.stringify({ type: 'usage', data: result.usage }))
+    if (extra?.beforeDone) await extra.beforeDone(result)
     await sse.send(format.done)
     return sse.closed ? null : result
   } catch (error) {

@@ -1,7 +1,7 @@
 // Unversioned POST /chat and POST /chat/stream: the agent with all tools and per-session memory.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import type { Static } from 'typebox'
+import { Type, type Static } from 'typebox'
 import { assertAllowedContent } from '../lib/content-policy.js'
 import { AgentError, HttpError, LLMServiceError } from '../lib/errors.js'
 import type { AgentResult } from '../lib/agent/run.js'
@@ -16,6 +16,15 @@ import { modelErrorResponses } from '../schemas/common.js'
 import { sessionStoreDown } from './api/v1/chat.js'
 
 type Body = Static<typeof SessionChatRequest>
+
+/**
+ * A failed POST /chat is 500 `{detail}` (SPEC section 4.2), besides the shared 500 bodies. `DetailError`
+ * comes last: the serializer takes the first branch that fits, and `{error, detail}` fits it too.
+ */
+const chatErrorResponses = {
+  ...modelErrorResponses,
+  500: Type.Union([Type.Ref('InternalErrorBody'), Type.Ref('AgentErrorBody'), Type.Ref('DetailError')]),
+}
 
 /** Loads the session (creating its id when none was given) and builds the agent run over its memory. */
 async function prepare (app: FastifyInstance, request: FastifyRequest, body: Body) {
@@ -43,12 +52,14 @@ async function remember (app: FastifyInstance, owner: string, sessionId: string,
 async function answerSessionStream (app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, body: Body) {
   const { sessionId, owner, userTurn, run } = await prepare(app, request, body)
   reply.header('x-session-id', sessionId)
-  const result: AgentResult | null = await answerStream(app, request, reply, run, sessionChunks)
-  if (result) {
-    await remember(app, owner, sessionId, [userTurn, ...result.turns])
-      .catch((error: unknown) => request.log.error({ err: error }, 'session save failed after stream'))
-    logConversationAfterResponse(app, request, reply, { conversationId: sessionId, messages: run.messages, result })
-  }
+  // The session is saved before [DONE], so a client that continues the moment it reads [DONE] finds it.
+  const result: AgentResult | null = await answerStream(app, request, reply, run, sessionChunks, {
+    beforeDone: async (finished) => {
+      await remember(app, owner, sessionId, [userTurn, ...finished.turns])
+        .catch((error: unknown) => request.log.error({ err: error }, 'session save failed during stream'))
+    },
+  })
+  if (result) logConversationAfterResponse(app, request, reply, { conversationId: sessionId, messages: run.messages, result })
   return reply
 }
 
@@ -61,7 +72,7 @@ const sessionChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
       description: 'The agent may call tools. Without `session_id` a new session starts; its id comes back in the answer.',
       operationId: 'postChat',
       body: SessionChatRequest,
-      response: { 200: { ...SseResponse, content: { 'application/json': { schema: SessionChatResponse }, ...SseResponse.content } }, ...modelErrorResponses },
+      response: { 200: { ...SseResponse, content: { 'application/json': { schema: SessionChatResponse }, ...SseResponse.content } }, ...chatErrorResponses },
     },
   }, async (request, reply) => {
     if (request.body.stream === true) return await answerSessionStream(app, request, reply, request.body)
