@@ -66,6 +66,8 @@ export async function buildApp (options: BuildAppOptions = {}) {
     logController: new LogController({ disableRequestLogging: true }),
     genReqId,
     bodyLimit: BODY_LIMIT_BYTES,
+    // Session ids may be 128 characters; Fastify's default of 100 would answer 414 to longer ones.
+    routerOptions: { maxParamLength: 256 },
     trustProxy: config.TRUST_PROXY,
     return503OnClosing: true,
     forceCloseConnections: 'idle',

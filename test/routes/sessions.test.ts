@@ -259,3 +259,13 @@ test('a session store failure: 503 on POST /chat; a stream still ends with [DONE
   t.same(events, ['Echo:', ' hi', '[DONE]'])
   t.ok(logs.lines.some((line) => line['msg'] === 'session save failed during stream' && line['level'] === 'error'))
 })
+
+test('session ids: 128 characters reach the route, 129 are refused with 422', async (t) => {
+  const { app } = await buildTestApp(t)
+  const longest = await app.inject({ method: 'GET', url: `/sessions/${'a'.repeat(128)}` })
+  t.equal(longest.statusCode, 404)
+  t.same(longest.json(), { detail: 'Session not found' })
+  const tooLong = await app.inject({ method: 'GET', url: `/sessions/${'a'.repeat(129)}` })
+  t.equal(tooLong.statusCode, 422)
+  t.same(tooLong.json().detail[0].loc, ['params', 'id'])
+})
