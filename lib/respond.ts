@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto'
 import { runAgent, runAgentToEnd, type AgentResult, type AgentRunOptions } from './agent/run.js'
 import { AgentError, HttpError, LLMServiceError } from './errors.js'
 import { isAbortError } from './llm/abort.js'
+import { capacityError } from './llm/limiter.js'
 import type { ChatTurn } from './llm/types.js'
 import { openSseStream } from './sse.js'
 import type { StreamFormat } from './stream-formats.js'
@@ -53,13 +54,16 @@ export async function answerJson (app: FastifyInstance, request: FastifyRequest,
 }
 
 /**
- * Streams the agent over SSE in `format`. Errors after the headers travel inside the stream and end it.
+ * Streams the agent over SSE in `format`; a full model queue is a 503 before the stream opens.
+ * Errors after the headers travel inside the stream and end it.
  * Returns the result when the run finished, null when it failed or the client left.
  */
 export async function answerStream (
   app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, run: RunRequest, format: StreamFormat,
   extra?: { usage?: boolean }
 ): Promise<AgentResult | null> {
+  // A full queue is known before any output: answer it as a plain 503 a client can retry, not as a stream.
+  if (app.llm.limiter.full) throw capacityError()
   const sse = openSseStream(request, reply, {
     heartbeatMs: app.config.SSE_HEARTBEAT_SECONDS * 1000,
     registry: app.streams,
