@@ -158,14 +158,12 @@ test('a client disconnect is seen by the fake as an abort within 1 s', async (t)
   fake.enqueue({ kind: 'text', text: Array.from({ length: 60 }, (_, i) => `word${i}`).join(' '), chunkDelayMs: 50 })
   const controller = new AbortController()
   const res = await postJson(base + STREAM, { messages: [user('talk')] }, { signal: controller.signal })
-  let first: string | undefined
-  for await (const data of sseEvents(res)) {
-    first = data
-    break
-  }
+  const events = sseEvents(res)
+  const first = await events.next()
   const abortedAt = Date.now()
   controller.abort()
-  t.equal(first, 'word0')
+  await events.return()
+  t.equal(first.value, 'word0')
   const record = await within(fake.settled(0), 1000, 'upstream abort')
   t.ok(record.aborted, 'the fake saw the upstream request aborted')
   t.notOk(record.finished)
