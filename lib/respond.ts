@@ -98,6 +98,22 @@ export async function answerStream (
   }
 }
 
+/**
+ * The turns as the conversation log keeps them: image bytes (up to 20 x 5 MB a request) replaced by their
+ * size, so the log's entry bound stays a memory bound.
+ */
+export function withoutImageBytes (turns: readonly ChatTurn[]): ChatTurn[] {
+  return turns.map((turn) => {
+    if (typeof turn.content === 'string' || !turn.content.some((block) => block.type === 'image')) return turn
+    return {
+      ...turn,
+      content: turn.content.map((block) => block.type !== 'image'
+        ? block
+        : { ...block, source: { ...block.source, data: `[${Buffer.byteLength(block.source.data, 'base64')} bytes omitted]` } }),
+    }
+  })
+}
+
 /** Writes the exchange to the conversation log once the response is out; a failure is only logged. */
 export function logConversationAfterResponse (
   app: FastifyInstance, request: FastifyRequest, reply: FastifyReply,
@@ -107,7 +123,7 @@ export function logConversationAfterResponse (
     app.stores.conversations.write({
       identity: identityOf(request),
       conversationId: entry.conversationId,
-      messages: entry.messages,
+      messages: withoutImageBytes(entry.messages),
       reply: entry.result.content,
       model: entry.result.model,
       usage: entry.result.usage,
