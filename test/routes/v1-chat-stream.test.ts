@@ -110,6 +110,26 @@ test('a failure before the first chunk is retried; when every attempt fails the 
   t.equal(fake.requests.length, 5)
 })
 
+test('a stream that fails before its first chunk is retried; a 400 or 401 is tried once', async (t) => {
+  const { app, fake } = await buildFakeApp(t)
+  const base = await listen(t, app)
+  fake.enqueue({ kind: 'midstream', text: '', then: 'error', errorType: 'overloaded_error' }, { kind: 'text', text: 'second try' })
+  const retried = await readSse(await postJson(base + STREAM, { messages: [user('hi')] }))
+  t.same(retried.events, ['second', ' try', '[DONE]'])
+  t.equal(fake.requests.length, 2)
+
+  for (const status of [400, 401]) {
+    fake.reset()
+    fake.enqueue({ kind: 'error', status, message: `refused with ${status}` }, { kind: 'text', text: 'never' })
+    const res = await postJson(base + STREAM, { messages: [user('hi')] })
+    t.equal(res.status, 200)
+    const { events } = await readSse(res)
+    t.equal(events.length, 1)
+    t.match(events[0], new RegExp(`^\\[ERROR\\] Model call failed: .*refused with ${status}`))
+    t.equal(fake.requests.length, 1, `${status} not retried`)
+  }
+})
+
 test('heartbeat: an idle stream gets ": ping" comments every SSE_HEARTBEAT_SECONDS', async (t) => {
   const { app, fake } = await buildFakeApp(t, { SSE_HEARTBEAT_SECONDS: '0.05' })
   const base = await listen(t, app)

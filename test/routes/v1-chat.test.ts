@@ -103,6 +103,15 @@ test('retries: a connection reset is retried', async (t) => {
   t.equal(fake.requests.length, 2)
 })
 
+test('retries: a JSON answer cut off mid-body is retried', async (t) => {
+  const { app, fake } = await buildFakeApp(t)
+  fake.enqueue({ kind: 'midstream', text: 'ignored', then: 'reset' }, { kind: 'text', text: 'whole answer' })
+  const res = await chat(app, { messages: [user('hi')] })
+  t.equal(res.statusCode, 200)
+  t.equal(res.json().content, 'whole answer')
+  t.equal(fake.requests.length, 2)
+})
+
 test('retries: 500 three times answers 502 with the upstream error text in detail', async (t) => {
   const { app, fake } = await buildFakeApp(t)
   const failure = { kind: 'error', status: 500, message: 'upstream exploded' } as const
@@ -226,6 +235,9 @@ test('simple variant: the returned conversation_id continues the conversation', 
     { role: 'user', content: 'again' },
   ])
 
+  const logged = await waitForConversations(app, 2)
+  t.same(logged.map((r) => [r.conversationId, r.reply]), [[id, 'Echo: hello'], [id, 'Echo: again']], 'logged under the conversation id')
+
   const other = await chat(app, { message: 'stranger', conversation_id: null })
   t.not(other.json().conversation_id, id, 'no id starts a new conversation')
   t.same(fake.requests[2]?.body.messages, [{ role: 'user', content: 'stranger' }])
@@ -339,7 +351,7 @@ test('the conversation log is written after the response is sent', async (t) => 
   t.equal(records.length, 1)
   t.match(records[0], {
     identity: 'ip:127.0.0.1',
-    conversationId: String,
+    conversationId: res.headers.get('x-request-id') ?? 'missing x-request-id',
     messages: [{ role: 'user', content: 'log me' }],
     reply: body.content,
     model: body.model,
