@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto'
 import { runAgent, runAgentToEnd, type AgentResult, type AgentRunOptions } from './agent/run.js'
 import { AgentError, HttpError, LLMServiceError } from './errors.js'
 import { isAbortError } from './llm/abort.js'
+import { capacityError } from './llm/limiter.js'
 import type { ChatTurn } from './llm/types.js'
 import { openSseStream } from './sse.js'
 import type { StreamFormat } from './stream-formats.js'
@@ -57,7 +58,8 @@ export async function answerJson (app: FastifyInstance, request: FastifyRequest,
 }
 
 /**
- * Streams the agent over SSE in `format`. Errors after the headers travel inside the stream and end it.
+ * Streams the agent over SSE in `format`; a full model queue is a 503 before the stream opens.
+ * Errors after the headers travel inside the stream and end it.
  * Returns the result when the run finished, null when it failed or the client left.
  */
 export async function answerStream (
@@ -71,6 +73,8 @@ export async function answerStream (
     beforeDone?: (result: AgentResult) => Promise<void>
   }
 ): Promise<AgentResult | null> {
+  // A full queue is known before any output: answer it as a plain 503 a client can retry, not as a stream.
+  if (app.llm.limiter.full) throw capacityError()
   const sse = openSseStream(request, reply, {
     heartbeatMs: app.config.SSE_HEARTBEAT_SECONDS * 1000,
     registry: app.streams,
@@ -106,6 +110,22 @@ export async function answerStream (
   }
 }
 
+/**
+ * The turns as the conversation log keeps them: image bytes (up to 20 x 5 MB a request) replaced by their
+ * size, so the log's entry bound stays a memory bound.
+ */
+export function withoutImageBytes (turns: readonly ChatTurn[]): ChatTurn[] {
+  return turns.map((turn) => {
+    if (typeof turn.content === 'string' || !turn.content.some((block) => block.type === 'image')) return turn
+    return {
+      ...turn,
+      content: turn.content.map((block) => block.type !== 'image'
+        ? block
+        : { ...block, source: { ...block.source, data: `[${Buffer.byteLength(block.source.data, 'base64')} bytes omitted]` } }),
+    }
+  })
+}
+
 /** Writes the exchange to the conversation log once the response is out; a failure is only logged. */
 export function logConversationAfterResponse (
   app: FastifyInstance, request: FastifyRequest, reply: FastifyReply,
@@ -115,7 +135,7 @@ export function logConversationAfterResponse (
     app.stores.conversations.write({
       identity: identityOf(request),
       conversationId: entry.conversationId,
-      messages: entry.messages,
+      messages: withoutImageBytes(entry.messages),
       reply: entry.result.content,
       model: entry.result.model,
       usage: entry.result.usage,

@@ -20,6 +20,8 @@ export interface Limiter {
   readonly active: number
   /** Calls waiting for a slot. */
   readonly queued: number
+  /** True when a call arriving now would be refused: every slot busy and the queue full. */
+  readonly full: boolean
   /**
    * Waits for a slot, first come first served. Rejects with a 503 HttpError when the queue is
    * full, with an AbortError when `signal` fires while waiting (the waiter leaves the queue).
@@ -53,9 +55,11 @@ export function createLimiter (options: LimiterOptions): Limiter {
     }
   }
 
+  const hasFreeSlot = (): boolean => active < maxConcurrent && waiters.length === 0
+
   const acquire = async (signal?: AbortSignal): Promise<Release> => {
     if (signal?.aborted === true) throw new AbortError(undefined, { cause: signal.reason })
-    if (active < maxConcurrent && waiters.length === 0) {
+    if (hasFreeSlot()) {
       active++
       return makeRelease()
     }
@@ -78,6 +82,7 @@ export function createLimiter (options: LimiterOptions): Limiter {
   return {
     get active () { return active },
     get queued () { return waiters.length },
+    get full () { return !hasFreeSlot() && waiters.length >= maxQueue },
     acquire,
     async run<T> (fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
       const release = await acquire(signal)
