@@ -69,6 +69,9 @@ export async function buildApp (options: BuildAppOptions = {}) {
     // Session ids may be 128 characters; Fastify's default of 100 would answer 414 to longer ones.
     routerOptions: { maxParamLength: 256 },
     trustProxy: config.TRUST_PROXY,
+    // `__proto__` / `constructor.prototype` keys in a body are dropped, not answered as "invalid JSON".
+    onProtoPoisoning: 'remove',
+    onConstructorPoisoning: 'remove',
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: true, useDefaults: true } },
