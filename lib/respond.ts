@@ -47,7 +47,7 @@ function disconnectSignal (request: FastifyRequest, reply: FastifyReply): AbortS
   return controller.signal
 }
 
-/** Runs the agent for a JSON answer; a model failure becomes `errorFor(error)` when given. */
+/** Runs the agent for a JSON answer; a client that leaves aborts the model call. */
 export async function answerJson (app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, run: RunRequest): Promise<AgentResult> {
   try {
     return await runAgentToEnd(fullOptions(app, run, false, disconnectSignal(request, reply)))
@@ -144,6 +144,11 @@ export function logConversationAfterResponse (
   }
   if (reply.raw.writableFinished) setImmediate(write)
   else reply.raw.once('finish', write)
+}
+
+/** Session storage is down (Redis outage): 503 with a fixed text; the cause is logged, not shown. */
+export function sessionStoreDown (error: unknown): never {
+  throw new HttpError(503, 'Session store unavailable, please retry later', { 'retry-after': '1' }, { cause: error })
 }
 
 /** A fresh conversation or session id. */

@@ -7,13 +7,12 @@ import { AgentError, HttpError, LLMServiceError } from '../lib/errors.js'
 import type { AgentResult } from '../lib/agent/run.js'
 import type { ChatTurn } from '../lib/llm/types.js'
 import {
-  answerJson, answerStream, identityOf, logConversationAfterResponse, newConversationId, publicErrorText, type RunRequest,
+  answerJson, answerStream, identityOf, logConversationAfterResponse, newConversationId, publicErrorText, sessionStoreDown, type RunRequest,
 } from '../lib/respond.js'
 import { sessionChunks } from '../lib/stream-formats.js'
 import { TOOL_NAMES } from '../lib/tools/registry.js'
 import { SessionChatRequest, SessionChatResponse, SseResponse } from '../schemas/chat.js'
 import { modelErrorResponses } from '../schemas/common.js'
-import { sessionStoreDown } from './api/v1/chat.js'
 
 type Body = Static<typeof SessionChatRequest>
 

@@ -251,8 +251,11 @@ test('a session store failure: 503 on POST /chat; a stream still ends with [DONE
   app.stores.sessions.append = async () => { throw new Error('store is down') }
   const res = await app.inject({ method: 'POST', url: '/chat', payload: { message: 'hi' } })
   t.equal(res.statusCode, 503)
-  t.same(res.json(), { detail: 'Session store unavailable: store is down' })
+  t.same(res.json(), { detail: 'Session store unavailable, please retry later' })
   t.equal(res.headers['retry-after'], '1')
+  const logged = logs.lines.find((line) => line['msg'] === 'Session store unavailable, please retry later')
+  t.equal(logged?.['level'], 'warn', 'the 503 is logged')
+  t.match(JSON.stringify(logged?.['cause']), /store is down/, 'with its cause, which the client does not see')
 
   const base = await listen(app)
   const { events } = await readSse(await postJson(base, '/chat/stream', { message: 'hi' }))

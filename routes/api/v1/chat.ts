@@ -5,7 +5,7 @@ import { toModelConversation } from '../../../lib/chat.js'
 import { HttpError, LLMServiceError } from '../../../lib/errors.js'
 import type { ImageBlock } from '../../../lib/llm/types.js'
 import {
-  answerJson, answerStream, identityOf, logConversationAfterResponse, newConversationId, type RunRequest,
+  answerJson, answerStream, identityOf, logConversationAfterResponse, newConversationId, sessionStoreDown, type RunRequest,
 } from '../../../lib/respond.js'
 import { textChunks } from '../../../lib/stream-formats.js'
 import { RequestValidationError, toValidationIssues } from '../../../lib/validation.js'
@@ -81,11 +81,6 @@ export function v1ChatValidationError (errors: FastifySchemaValidationError[], c
   const meant = chatMissing === simpleMissing ? undefined : chatMissing ? 1 : 0
   const kept = meant === undefined ? errors : errors.filter(inBranch(meant))
   return new RequestValidationError(toValidationIssues(context, kept as never))
-}
-
-/** Session storage is down (Redis outage): 503, never a crash. */
-export function sessionStoreDown (error: unknown): never {
-  throw new HttpError(503, `Session store unavailable: ${(error as Error).message}`, { 'retry-after': '1' })
 }
 
 const chatRoutes: FastifyPluginAsyncTypebox = async (app) => {
