@@ -9,7 +9,7 @@ export const UNMATCHED_ENDPOINT = 'unmatched'
 /** Status label of a request whose client went away before any response header was written (nginx's 499). */
 export const CLIENT_CLOSED_STATUS = '499'
 
-/** Where `agent_active_sessions` comes from: e.g. `() => app.sessions.count()`. */
+/** Where `agent_active_sessions` comes from: the session store's `count()` (plugins/stores.ts). */
 export type ActiveSessionsSource = () => number | Promise<number>
 
 export interface MetricsJson {
@@ -125,10 +125,6 @@ export function createMetrics (options: CreateMetricsOptions = {}) {
       activeSessionsSource = source
     },
 
-    hasActiveSessionsSource (): boolean {
-      return activeSessionsSource !== undefined
-    },
-
     /** Counts and times one finished request. */
     observeRequest (method: string, endpoint: string, status: string, seconds: number) {
       requests.inc({ method, endpoint, status })
@@ -173,13 +169,6 @@ export default fp(async (app) => {
       const status = reply.raw.headersSent ? String(reply.statusCode) : CLIENT_CLOSED_STATUS
       metrics.observeRequest(request.method, endpointLabel(request), status, reply.elapsedTime / 1000)
     })
-  })
-
-  // Until a session plugin calls setActiveSessionsSource, a `sessions` decorator with count() is used.
-  app.addHook('onReady', async () => {
-    if (metrics.hasActiveSessionsSource() || !app.hasDecorator('sessions')) return
-    const sessions = (app as unknown as { sessions?: { count?: () => Promise<number> } }).sessions
-    if (typeof sessions?.count === 'function') metrics.setActiveSessionsSource(() => sessions.count?.() ?? 0)
   })
 
   app.addHook('onClose', async () => {

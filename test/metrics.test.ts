@@ -1,13 +1,12 @@
 import { test } from 'tap'
 import { spawnSync } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
-import Fastify, { type FastifyPluginAsync } from 'fastify'
-import fp from 'fastify-plugin'
+import type { FastifyPluginAsync } from 'fastify'
 import { register as globalRegistry } from 'prom-client'
 import parsePrometheusTextFormat, { type MetricFamily } from 'parse-prometheus-text-format'
 import { buildTestApp } from './helpers/app.js'
 import { sampleValue, samples, settle } from './helpers/metrics.js'
-import metricsPlugin, { createMetrics, UNMATCHED_ENDPOINT } from '../plugins/metrics.js'
+import { createMetrics, UNMATCHED_ENDPOINT } from '../plugins/metrics.js'
 import type { App } from '../app.js'
 
 /** Throwaway routes: a parametric one, a slow one, and a hijacked (SSE-like) one. */
@@ -271,15 +270,6 @@ test('agent_active_sessions reads the registered source at each scrape', async (
   t.ok(logs.lines.some((line) => line['level'] === 'warn' && /active sessions/.test(String(line['msg']))))
 })
 
-test('without a registered source, a `sessions` decorator with count() feeds the gauge', async (t) => {
-  const app = Fastify()
-  t.teardown(() => app.close())
-  await app.register(metricsPlugin)
-  await app.register(fp(async (instance) => { instance.decorate('sessions', { count: async () => 11 }) }))
-  await app.ready()
-  t.equal((await app.metrics.summary()).active_sessions, 11)
-})
-
 test('each app owns its registry; the global prom-client registry stays untouched', async (t) => {
   const globalBefore = await globalRegistry.metrics()
   const { app: one } = await buildTestApp(t, {}, { extraRoutes })
@@ -307,4 +297,14 @@ test('GET /metrics is documented: both response forms, ops tag, summary and oper
   t.ok(op.responses['200'].content['text/plain'].schema)
   t.same(Object.keys(op.responses['200'].content['application/json'].schema.properties).sort(), ['active_sessions', 'avg_latency_ms', 'requests_total'])
   t.ok(op.parameters.some((p: { name: string, in: string }) => p.name === 'format' && p.in === 'query'))
+})
+
+test('agent_active_sessions counts the live sessions of the session store', async (t) => {
+  const { app } = await buildTestApp(t)
+  for (let i = 0; i < 2; i++) {
+    const res = await app.inject({ method: 'POST', url: '/chat', remoteAddress: `10.1.1.${i}`, payload: { message: 'hello' } })
+    t.equal(res.statusCode, 200)
+  }
+  const res = await app.inject({ method: 'GET', url: '/metrics?format=json' })
+  t.equal(res.json().active_sessions, 2)
 })
