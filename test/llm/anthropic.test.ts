@@ -267,14 +267,16 @@ test('stream: idle timeout between events after the first is a 504', async (t) =
 })
 
 test('stream: a slow consumer does not trip the idle timeout', async (t) => {
-  const { fake, provider } = await setup(t, { timeoutSeconds: 0.05 })
+  // The consumer holds each event longer than the timeout; a loaded machine still answers well inside it.
+  const { fake, provider } = await setup(t, { timeoutSeconds: 0.5, maxAttempts: 1 })
   fake.enqueue({ kind: 'text', text: 'one two three' })
   let text = ''
   for await (const event of provider.stream(request('hi'))) {
     if (event.type === 'text') text += event.text
-    await new Promise((resolve) => setTimeout(resolve, 80))
+    await new Promise((resolve) => setTimeout(resolve, 700))
   }
   t.equal(text, 'one two three')
+  t.equal(fake.requests.length, 1, 'no retry')
 })
 
 test('abort mid-stream: AbortError, upstream request aborted within 1 s', async (t) => {
@@ -292,7 +294,7 @@ test('abort mid-stream: AbortError, upstream request aborted within 1 s', async 
   })())
   t.ok(isAbortError(error), 'an AbortError')
   t.notOk(error instanceof LLMServiceError)
-  t.ok(Date.now() - abortedAt < 250, 'the iteration ended at once')
+  t.ok(Date.now() - abortedAt < 500, 'the iteration ended at once')
   const record = await fake.settled(0)
   t.equal(record.aborted, true)
   t.ok((record.closedAt ?? Infinity) - abortedAt < 1000, 'the fake saw the abort')
