@@ -186,7 +186,7 @@ test('timeout: each attempt is cut, then LLMServiceError 504', async (t) => {
   t.equal((error as LLMServiceError).statusCode, 504)
   t.match((error as Error).message, /timed out/)
   t.equal(fake.requests.length, 2)
-  t.ok(elapsed >= 250 && elapsed < 1200, `two attempts and a wait took ${elapsed} ms`)
+  t.ok(elapsed >= 250 && elapsed < 3000, `two attempts and a wait took ${elapsed} ms`)
   t.equal((await fake.settled(1)).aborted, true)
 
   fake.enqueue({ kind: 'hang' }, { kind: 'hang' })
