@@ -47,10 +47,17 @@ function disconnectSignal (request: FastifyRequest, reply: FastifyReply): AbortS
   return controller.signal
 }
 
-/** Runs the agent for a JSON answer; a client that leaves aborts the model call. */
-export async function answerJson (app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, run: RunRequest): Promise<AgentResult> {
+/**
+ * Runs the agent for a JSON answer and logs the exchange under `conversationId` once the answer is out.
+ * A client that leaves aborts the model call.
+ */
+export async function answerJson (
+  app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, run: RunRequest, conversationId = request.id
+): Promise<AgentResult> {
   try {
-    return await runAgentToEnd(fullOptions(app, run, false, disconnectSignal(request, reply)))
+    const result = await runAgentToEnd(fullOptions(app, run, false, disconnectSignal(request, reply)))
+    logConversationAfterResponse(app, request, reply, { conversationId, messages: run.messages, result })
+    return result
   } catch (error) {
     if (isAbortError(error)) throw new HttpError(499, 'Client closed the request')
     throw error
@@ -59,7 +66,8 @@ export async function answerJson (app: FastifyInstance, request: FastifyRequest,
 
 /**
  * Streams the agent over SSE in `format`; a full model queue is a 503 before the stream opens.
- * Errors after the headers travel inside the stream and end it.
+ * Errors after the headers travel inside the stream and end it. A finished run is logged under
+ * `conversationId` (default: the request id) once the stream has ended.
  * Returns the result when the run finished, null when it failed or the client left.
  */
 export async function answerStream (
@@ -71,6 +79,7 @@ export async function answerStream (
      * done (the session saved) happens here. It must not throw; the stream ends normally after it.
      */
     beforeDone?: (result: AgentResult) => Promise<void>
+    conversationId?: string
   }
 ): Promise<AgentResult | null> {
   // A full queue is known before any output: answer it as a plain 503 a client can retry, not as a stream.
@@ -92,7 +101,9 @@ export async function answerStream (
     if (extra?.usage) await sse.send(JSON.stringify({ type: 'usage', data: result.usage }))
     if (extra?.beforeDone) await extra.beforeDone(result)
     await sse.send(format.done)
-    return sse.closed ? null : result
+    if (sse.closed) return null
+    logConversationAfterResponse(app, request, reply, { conversationId: extra?.conversationId ?? request.id, messages: run.messages, result })
+    return result
   } catch (error) {
     if (sse.signal.aborted || isAbortError(error)) {
       request.log.info('stream ended: client disconnected')

@@ -7,7 +7,7 @@ import { AgentError, HttpError, LLMServiceError } from '../lib/errors.js'
 import type { AgentResult } from '../lib/agent/run.js'
 import type { ChatTurn } from '../lib/llm/types.js'
 import {
-  answerJson, answerStream, identityOf, logConversationAfterResponse, newConversationId, publicErrorText, sessionStoreDown, type RunRequest,
+  answerJson, answerStream, identityOf, newConversationId, publicErrorText, sessionStoreDown, type RunRequest,
 } from '../lib/respond.js'
 import { sessionChunks } from '../lib/stream-formats.js'
 import { TOOL_NAMES } from '../lib/tools/registry.js'
@@ -52,13 +52,13 @@ async function answerSessionStream (app: FastifyInstance, request: FastifyReques
   const { sessionId, owner, userTurn, run } = await prepare(app, request, body)
   reply.header('x-session-id', sessionId)
   // The session is saved before [DONE], so a client that continues the moment it reads [DONE] finds it.
-  const result: AgentResult | null = await answerStream(app, request, reply, run, sessionChunks, {
+  await answerStream(app, request, reply, run, sessionChunks, {
+    conversationId: sessionId,
     beforeDone: async (finished) => {
       await remember(app, owner, sessionId, [userTurn, ...finished.turns])
         .catch((error: unknown) => request.log.error({ err: error }, 'session save failed during stream'))
     },
   })
-  if (result) logConversationAfterResponse(app, request, reply, { conversationId: sessionId, messages: run.messages, result })
   return reply
 }
 
@@ -79,7 +79,7 @@ const sessionChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const { sessionId, owner, userTurn, run } = await prepare(app, request, request.body)
     let result: AgentResult
     try {
-      result = await answerJson(app, request, reply, run)
+      result = await answerJson(app, request, reply, run, sessionId)
     } catch (error) {
       // SPEC section 4.2: a failed /chat is 500 with the error text as detail (agent errors keep their own shape).
       if (error instanceof AgentError || (error instanceof HttpError && error.statusCode !== 502)) throw error
@@ -87,7 +87,6 @@ const sessionChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
       throw error
     }
     await remember(app, owner, sessionId, [userTurn, ...result.turns]).catch(sessionStoreDown)
-    logConversationAfterResponse(app, request, reply, { conversationId: sessionId, messages: run.messages, result })
     return {
       content: result.content,
       session_id: sessionId,

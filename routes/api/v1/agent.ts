@@ -1,6 +1,6 @@
 // POST /api/v1/agent/stream: the agent with every tool, as typed JSON events (SPEC section 6.2).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { logConversationAfterResponse, answerStream } from '../../../lib/respond.js'
+import { answerStream } from '../../../lib/respond.js'
 import { agentEvents } from '../../../lib/stream-formats.js'
 import { TOOL_NAMES } from '../../../lib/tools/registry.js'
 import { SseResponse, chatRequestSchema } from '../../../schemas/chat.js'
@@ -20,8 +20,7 @@ const agentRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
   }, async (request, reply) => {
     const run = runRequestFor(app, request.body, TOOL_NAMES)
-    const result = await answerStream(app, request, reply, run, agentEvents, { usage: true })
-    if (result) logConversationAfterResponse(app, request, reply, { conversationId: request.id, messages: run.messages, result })
+    await answerStream(app, request, reply, run, agentEvents, { usage: true })
     return reply
   })
 }

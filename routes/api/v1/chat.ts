@@ -5,7 +5,7 @@ import { toModelConversation } from '../../../lib/chat.js'
 import { HttpError, LLMServiceError } from '../../../lib/errors.js'
 import type { ImageBlock } from '../../../lib/llm/types.js'
 import {
-  answerJson, answerStream, identityOf, logConversationAfterResponse, newConversationId, sessionStoreDown, type RunRequest,
+  answerJson, answerStream, identityOf, newConversationId, sessionStoreDown, type RunRequest,
 } from '../../../lib/respond.js'
 import { textChunks } from '../../../lib/stream-formats.js'
 import { RequestValidationError, toValidationIssues } from '../../../lib/validation.js'
@@ -33,8 +33,7 @@ export async function answerAgentJson (
   app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, run: RunRequest, conversationId = request.id
 ): Promise<AgentResponseBody> {
   try {
-    const result = await answerJson(app, request, reply, run)
-    logConversationAfterResponse(app, request, reply, { conversationId, messages: run.messages, result })
+    const result = await answerJson(app, request, reply, run, conversationId)
     return {
       content: result.content,
       model: result.model,
@@ -102,8 +101,7 @@ const chatRoutes: FastifyPluginAsyncTypebox = async (app) => {
     if ('message' in body) return await answerSimple(app, request, reply, body)
     const run = runRequestFor(app, body, [])
     if (body.stream === true) {
-      const result = await answerStream(app, request, reply, run, textChunks)
-      if (result) logConversationAfterResponse(app, request, reply, { conversationId: request.id, messages: run.messages, result })
+      await answerStream(app, request, reply, run, textChunks)
       return reply
     }
     return await answerAgentJson(app, request, reply, run)
@@ -120,8 +118,7 @@ const chatRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
   }, async (request, reply) => {
     const run = runRequestFor(app, request.body, [])
-    const result = await answerStream(app, request, reply, run, textChunks)
-    if (result) logConversationAfterResponse(app, request, reply, { conversationId: request.id, messages: run.messages, result })
+    await answerStream(app, request, reply, run, textChunks)
     return reply
   })
 }
