@@ -212,6 +212,44 @@ test('POST /chat has its own per-IP limit on top of the global one', async (t) =
     'a route that does not opt in has no chat limit')
 })
 
+test('a /chat request the global limit refuses gives its per-IP chat hit back', async (t) => {
+  const KEY_3 = 'sk-rate-key-three'
+  const { app } = await buildTestApp(t, { RATE_LIMIT_PER_MINUTE: '2', CHAT_RATE_LIMIT_PER_MINUTE: '4', API_KEYS: `${KEY_1},${KEY_2},${KEY_3}` }, { extraRoutes })
+  const chat = (key: string, remoteAddress = '127.0.0.1') =>
+    app.inject({ method: 'POST', url: '/test-chat', remoteAddress, headers: { authorization: `Bearer ${key}` }, payload: {} })
+  const statuses = []
+  for (let i = 0; i < 5; i++) statuses.push((await chat(KEY_1)).statusCode)
+  for (let i = 0; i < 2; i++) statuses.push((await chat(KEY_2)).statusCode)
+  t.same(statuses, [200, 200, 429, 429, 429, 200, 200], "KEY_1's refused chats did not use up the IP's chat quota")
+
+  // Four allowed chats from this IP: now the chat limit refuses, before the global one is touched.
+  const refused = await chat(KEY_3)
+  t.equal(refused.statusCode, 429)
+  t.same(refused.json(), { detail: TOO_MANY_REQUESTS })
+  t.equal(refused.headers['x-ratelimit-limit'], '4', 'refused by the chat limit')
+  t.equal(refused.headers['retry-after'], '60')
+  const fresh = await chat(KEY_3, '10.7.7.7')
+  t.equal(fresh.statusCode, 200, 'the chat refusal cost KEY_3 no global quota')
+  t.same(limitHeaders(fresh), { limit: '2', remaining: '1', reset: '60' })
+})
+
+test('a failing undo is logged; the refusal stands', async (t) => {
+  const store = createMemoryRateLimitStore()
+  t.teardown(() => store.close())
+  const flaky: RateLimitStore = {
+    hit: (...args) => store.hit(...args),
+    async undo () { throw new Error('connect ECONNREFUSED 127.0.0.1:6379') },
+    close: async () => {},
+  }
+  const { app, logs } = await buildTestApp(t, { RATE_LIMIT_PER_MINUTE: '1', CHAT_RATE_LIMIT_PER_MINUTE: '5' }, { extraRoutes, rateLimitStore: flaky })
+  t.equal((await app.inject({ method: 'POST', url: '/test-chat', payload: {} })).statusCode, 200)
+  const refused = await app.inject({ method: 'POST', url: '/test-chat', payload: {} })
+  t.equal(refused.statusCode, 429)
+  t.same(refused.json(), { detail: TOO_MANY_REQUESTS })
+  t.ok(logs.lines.some((line) => line['level'] === 'error' && line['limit'] === 'chat' && /not undone/.test(String(line['msg'])) &&
+    /ECONNREFUSED/.test(JSON.stringify(line['err']))), 'the failed undo is logged')
+})
+
 test('/chat headers report the global limit when it is the tighter one', async (t) => {
   const { app } = await buildTestApp(t, { RATE_LIMIT_PER_MINUTE: '3', CHAT_RATE_LIMIT_PER_MINUTE: '10' }, { extraRoutes })
   await app.inject({ method: 'GET', url: '/thing' })
@@ -255,6 +293,7 @@ test('a failing store fails open: the request passes, an error is logged and cou
       calls++
       throw new Error('connect ECONNREFUSED 127.0.0.1:6379')
     },
+    async undo () {},
     async close () {},
   }
   const { app, logs } = await buildTestApp(t, { RATE_LIMIT_PER_MINUTE: '1', CHAT_RATE_LIMIT_PER_MINUTE: '1' }, { extraRoutes, rateLimitStore: failing })
@@ -272,6 +311,7 @@ test('a failing store fails open: the request passes, an error is logged and cou
 test('a store that throws synchronously fails open too', async (t) => {
   const failing = {
     hit () { throw new Error('boom') },
+    async undo () {},
     async close () {},
   } as unknown as RateLimitStore
   const { app } = await buildTestApp(t, { RATE_LIMIT_PER_MINUTE: '1' }, { extraRoutes, rateLimitStore: failing })
@@ -296,7 +336,7 @@ test('the store: the buildApp option is used; the in-process default is exposed 
 test('a store decorated as app.rateLimitStore by an earlier plugin (the Redis stores) is used and not closed', async (t) => {
   const store = createMemoryRateLimitStore()
   let closed = false
-  const shared: RateLimitStore = { hit: (...args) => store.hit(...args), close: async () => { closed = true; await store.close() } }
+  const shared: RateLimitStore = { hit: (...args) => store.hit(...args), undo: (...args) => store.undo(...args), close: async () => { closed = true; await store.close() } }
   const app = Fastify()
   t.teardown(() => app.close())
   await app.register(configPlugin, { config: loadConfig({ env: { ...TEST_ENV, RATE_LIMIT_PER_MINUTE: '1' }, dotenv: false }) })

@@ -167,6 +167,29 @@ test('the per-IP POST /chat limit is shared too, and a short window frees up on 
     'once the window slides past, the other instance lets the client in again')
 })
 
+test('a /chat the global limit refuses on one instance gives its chat hit back for both', async (t) => {
+  const redis = await requireRedis(t)
+  if (redis === null) return
+  const keys = ['undo-key-one-0000', 'undo-key-two-0000', 'undo-key-three-00']
+  const [a, b] = await twoInstances(t, {
+    ...redisEnv(redis),
+    API_KEYS: keys.join(','),
+    RATE_LIMIT_PER_MINUTE: '2',
+    CHAT_RATE_LIMIT_PER_MINUTE: '4',
+    RATE_LIMIT_WINDOW_SECONDS: '60',
+  })
+  let n = 0
+  const chat = async (key: string) => (await (n++ % 2 === 0 ? a : b).inject({
+    method: 'POST', url: '/chat', headers: { authorization: `Bearer ${key}` }, payload: { message: 'hi' },
+  })).statusCode
+  const statuses = []
+  for (let i = 0; i < 5; i++) statuses.push(await chat(keys[0] as string))
+  for (let i = 0; i < 2; i++) statuses.push(await chat(keys[1] as string))
+  t.same(statuses, [200, 200, 429, 429, 429, 200, 200], 'refused chats left the shared per-IP chat window alone')
+  const refused = await chat(keys[2] as string)
+  t.equal(refused, 429, 'four allowed chats from this IP: the chat limit refuses')
+})
+
 test('the conversation log written by both instances is readable from one', async (t) => {
   const redis = await requireRedis(t)
   if (redis === null) return

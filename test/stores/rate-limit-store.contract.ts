@@ -75,6 +75,40 @@ export function rateLimitStoreContract (t: Test, harness: RateLimitHarness): voi
     t.equal((await store.hit('k', 2, windowMs)).allowed, false, 'full again')
   })
 
+  // Nothing may leave the window during the undo tests, even on a real clock under load.
+  const longWindow = windowMs * 100
+
+  withStore('undo frees exactly the one slot its token names', async (t, store) => {
+    const tokens = []
+    for (let i = 0; i < 3; i++) {
+      const hit = await store.hit('k', 3, longWindow)
+      t.equal(hit.allowed, true)
+      t.type(hit.token, 'string', 'an allowed hit has a token')
+      tokens.push(hit.token as string)
+    }
+    t.equal(new Set(tokens).size, 3, 'tokens are distinct')
+    const refused = await store.hit('k', 3, longWindow)
+    t.equal(refused.allowed, false)
+    t.equal(refused.token, undefined, 'a refused hit recorded nothing, so has no token')
+
+    await store.undo('k', tokens[1] as string)
+    const again = await store.hit('k', 3, longWindow)
+    t.equal(again.allowed, true, 'one slot freed')
+    t.equal(again.current, 3)
+    t.equal((await store.hit('k', 3, longWindow)).allowed, false, 'only one')
+    await store.undo('k', tokens[1] as string)
+    t.equal((await store.hit('k', 3, longWindow)).allowed, false, 'undoing the same token twice frees nothing more')
+  })
+
+  withStore('undo of an unknown token, or of a token under another key, is a no-op', async (t, store) => {
+    const a = await store.hit('a', 1, longWindow)
+    t.equal(a.allowed, true)
+    await store.undo('a', 'no-such-token')
+    await store.undo('b', a.token as string)
+    await store.undo('never-hit', 'no-such-token')
+    t.equal((await store.hit('a', 1, longWindow)).allowed, false, "'a' is still full")
+  })
+
   withStore('max 0 refuses everything', async (t, store) => {
     const hit = await store.hit('k', 0, windowMs)
     t.same({ allowed: hit.allowed, current: hit.current }, { allowed: false, current: 1 })
