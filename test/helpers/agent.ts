@@ -2,8 +2,8 @@
 // base URL, SSE posts and a few readers of what the fake received.
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { App } from '../../app.js'
-import { startFakeAnthropic, type FakeAnthropic, type FakeRequest } from '../fake-anthropic/server.js'
-import { buildTestApp } from './app.js'
+import type { FakeAnthropic, FakeRequest } from '../fake-anthropic/server.js'
+import { buildFakeApp as buildFakeChatApp } from './fake-app.js'
 import { readSse } from './sse-client.js'
 
 interface Teardown { teardown: (fn: () => unknown) => void }
@@ -14,23 +14,9 @@ interface Teardown { teardown: (fn: () => unknown) => void }
  */
 export const ROOMY_LIMITS: Record<string, string> = { RATE_LIMIT_PER_MINUTE: '1000', CHAT_RATE_LIMIT_PER_MINUTE: '1000' }
 
-/** App environment that points the real Anthropic SDK at the fake, with fast retries. */
-export function fakeEnv (url: string): Record<string, string> {
-  return {
-    LLM_PROVIDER: 'anthropic',
-    LLM_API_KEY: 'test-key',
-    LLM_BASE_URL: url,
-    LLM_RETRY_MIN_SECONDS: '0.01',
-    LLM_RETRY_MAX_SECONDS: '0.05',
-  }
-}
-
-/** A fake Anthropic server and an app that calls it; both closed at teardown. */
+/** A fake Anthropic server and an app that calls it, with roomy limits; both closed at teardown. */
 export async function buildFakeApp (t: Teardown, env: Record<string, string> = {}) {
-  const fake = await startFakeAnthropic()
-  t.teardown(() => fake.close())
-  const { app, logs } = await buildTestApp(t, { ...ROOMY_LIMITS, ...fakeEnv(fake.url), ...env })
-  return { fake, app, logs }
+  return await buildFakeChatApp(t, { ...ROOMY_LIMITS, ...env })
 }
 
 /** Makes `app` listen on a free port of 127.0.0.1 and returns its base URL. */
