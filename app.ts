@@ -13,6 +13,10 @@ import toolsPlugin from './plugins/tools.js'
 import llmPlugin from './plugins/llm.js'
 import streamsPlugin from './plugins/streams.js'
 import type { LLMProvider } from './lib/llm/types.js'
+import metricsPlugin from './plugins/metrics.js'
+import authPlugin from './plugins/auth.js'
+import rateLimitPlugin from './plugins/rate-limit.js'
+import type { RateLimitStore } from './lib/stores/types.js'
 import { createErrorHandler } from './plugins/error-handlers.js'
 import unversionedLayout from './routes/unversioned.js'
 import versionedLayout from './routes/api/versioned.js'
@@ -27,6 +31,8 @@ export interface BuildAppOptions {
   /** Replaces the configured model provider (still behind the concurrency limit). */
   provider?: LLMProvider
   extraRoutes?: { versioned?: FastifyPluginAsync, unversioned?: FastifyPluginAsync }
+  /** The rate-limit store, over any `app.rateLimitStore` decorator and the in-process default (tests). */
+  rateLimitStore?: RateLimitStore
 }
 
 /** Default body limit of JSON routes; routes that take images set their own. */
@@ -60,7 +66,12 @@ export async function buildApp (options: BuildAppOptions = {}) {
     logController: new LogController({ disableRequestLogging: true }),
     genReqId,
     bodyLimit: BODY_LIMIT_BYTES,
+    // Session ids may be 128 characters; Fastify's default of 100 would answer 414 to longer ones.
+    routerOptions: { maxParamLength: 256 },
     trustProxy: config.TRUST_PROXY,
+    // `__proto__` / `constructor.prototype` keys in a body are dropped, not answered as "invalid JSON".
+    onProtoPoisoning: 'remove',
+    onConstructorPoisoning: 'remove',
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: true, useDefaults: true } },
@@ -73,9 +84,16 @@ export async function buildApp (options: BuildAppOptions = {}) {
   await app.register(configPlugin, { config })
   await app.register(lifecyclePlugin)
   await app.register(requestLogPlugin)
+  // Order matters: app-level onRequest hooks run in registration order, and only reach routes
+  // registered after them. Metrics first (it counts every request: 401, 429, 404, CORS preflights);
+  // CORS answers preflights before auth; auth sets the identity the rate limit keys on; the rate
+  // limit exempts open routes; the docs routes come after all of them (they are marked open).
+  await app.register(metricsPlugin)
   await app.register(corsPlugin)
-  await app.register(docsPlugin)
   await app.register(storesPlugin)
+  await app.register(authPlugin)
+  await app.register(rateLimitPlugin, { store: options.rateLimitStore ?? app.stores.rateLimit })
+  await app.register(docsPlugin)
   await app.register(toolsPlugin)
   await app.register(llmPlugin, options.provider ? { provider: options.provider } : {})
   await app.register(streamsPlugin)

@@ -215,53 +215,67 @@ async function jsonCompare (title, targets) {
   return out
 }
 
-/** One stream target over all K: a small warm-up, then per K an unmeasured burst (opens connections) and measured bursts. */
-async function streamScenarios (targetName, server, fake, path, delayMs) {
-  const target = { port: server.port, path, headers: AUTH, body: CHAT_BODY }
-  const agent = streamAgent()
+/**
+ * Concurrent streams on every target, per K: a burst that opens connections (not measured, but every
+ * stream must complete), then measured bursts alternating between the targets (A B A B ...), so that
+ * background load on a shared machine falls on all of them alike.
+ * @param {Array<{ name: string, server: { pid: number, port: number }, path: string }>} targets
+ * @param {{ pid: number }} fake
+ * @param {number} delayMs
+ */
+async function streamCompare (targets, fake, delayMs) {
+  const states = targets.map((t) => ({ ...t, target: { port: t.server.port, path: t.path, headers: AUTH, body: CHAT_BODY }, agent: streamAgent() }))
+  for (const s of states) await burst(s.target, s.agent, 100)
   const out = []
-  await burst(target, agent, 100)
   for (const k of config.streamCounts) {
-    await agent.preconnect(server.port, k)
-    const meter = startMeter({ server: server.pid, fake: fake.pid })
-    const cold = await burst(target, agent, k)
-    const foreign = foreignMeter()
-    const warmMeter = startMeter({ server: server.pid, fake: fake.pid }, { resetHwm: false })
     const bursts = Math.max(1, Math.ceil(config.minStreams / k))
-    const measured = { outcomes: [], wallMs: 0 }
+    for (const s of states) {
+      await s.agent.preconnect(s.server.port, k)
+      s.peakMeter = startMeter({ server: s.server.pid })
+      s.cold = await burst(s.target, s.agent, k)
+      Object.assign(s, { outcomes: [], wallMs: 0, cpu: 0, fakeCpu: 0, foreign: 0 })
+    }
     for (let i = 0; i < bursts; i++) {
-      const one = await burst(target, agent, k)
-      measured.outcomes.push(...one.outcomes)
-      measured.wallMs += one.wallMs
+      for (const s of states) {
+        const foreign = foreignMeter()
+        const meter = startMeter({ server: s.server.pid, fake: fake.pid }, { resetHwm: false })
+        const one = await burst(s.target, s.agent, k)
+        const { procs } = meter.stop()
+        s.cpu += procs.server.cpuSeconds
+        s.fakeCpu += procs.fake.cpuSeconds
+        s.foreign += foreign.stop() / bursts
+        s.outcomes.push(...one.outcomes)
+        s.wallMs += one.wallMs
+      }
     }
-    const { procs } = warmMeter.stop()
-    const foreignCpu = foreign.stop()
-    const whole = meter.stop()
-    const summary = { ...summarizeStreams(measured.outcomes, measured.wallMs), bursts }
-    const coldSummary = summarizeStreams(cold.outcomes, cold.wallMs)
-    const run = {
-      target: targetName,
-      k,
-      delayMs,
-      ...summary,
-      cpuSeconds: procs.server.cpuSeconds,
-      cpuPerTokenUs: (procs.server.cpuSeconds * 1e6) / summary.tokens,
-      cpuPerStreamUs: (procs.server.cpuSeconds * 1e6) / summary.streams,
-      fakeCpuPerTokenUs: (procs.fake.cpuSeconds * 1e6) / summary.tokens,
-      // Peak over both bursts of this K (the unmeasured one holds as many streams).
-      peakRss: whole.procs.server.peakRss,
-      cold: coldSummary,
-      foreignCpu,
+    for (const s of states) {
+      const whole = s.peakMeter.stop()
+      const summary = { ...summarizeStreams(s.outcomes, s.wallMs), bursts }
+      const coldSummary = summarizeStreams(s.cold.outcomes, s.cold.wallMs)
+      const run = {
+        target: s.name,
+        k,
+        delayMs,
+        ...summary,
+        cpuSeconds: s.cpu,
+        cpuPerTokenUs: (s.cpu * 1e6) / summary.tokens,
+        cpuPerStreamUs: (s.cpu * 1e6) / summary.streams,
+        fakeCpuPerTokenUs: (s.fakeCpu * 1e6) / summary.tokens,
+        // Peak over every burst of this K (the unmeasured one holds as many streams).
+        peakRss: whole.procs.server.peakRss,
+        cold: coldSummary,
+        foreignCpu: s.foreign,
+        // Every stream of every burst of this K, the unmeasured one included, must complete.
+        streamsTotal: summary.streams + coldSummary.streams,
+        completedTotal: summary.completed + coldSummary.completed,
+      }
+      out.push(run)
+      log(`  ${s.name} K=${k} ${delayMs} ms: ${run.completedTotal}/${run.streamsTotal} complete, TTFT p50 ${r1(run.ttftP50)} ms p99 ${r1(run.ttftP99)} ms, ` +
+        `${Math.round(run.tokensPerSecond)} tokens/s, ${r1(run.cpuPerTokenUs * 100) / 100} µs CPU/token, peak RSS ${Math.round(run.peakRss / 1048576)} MB` +
+        `${Object.keys(summary.errors).length ? ` errors ${JSON.stringify(summary.errors)}` : ''}${noise(run.foreignCpu)}`)
     }
-    // Every stream of every burst of this K, the unmeasured one included, must complete.
-    run.streamsTotal = summary.streams + coldSummary.streams
-    run.completedTotal = summary.completed + coldSummary.completed
-    out.push(run)
-    log(`  ${targetName} K=${k} ${delayMs} ms: ${run.completedTotal}/${run.streamsTotal} complete, TTFT p50 ${r1(run.ttftP50)} ms p99 ${r1(run.ttftP99)} ms, ` +
-      `${Math.round(run.tokensPerSecond)} tokens/s, ${r1(run.cpuPerTokenUs * 100) / 100} µs CPU/token, peak RSS ${Math.round(run.peakRss / 1048576)} MB` +
-      `${Object.keys(summary.errors).length ? ` errors ${JSON.stringify(summary.errors)}` : ''}${noise(foreignCpu)}`)
   }
-  agent.destroy()
+  for (const s of states) s.agent.destroy()
   return out
 }
 
@@ -377,8 +391,10 @@ async function main () {
     if (config.only.includes('streams')) {
       log(`streams (fake upstream ${delayMs} ms between tokens, ${config.tokensPerReply} tokens)`)
       results.streams ??= []
-      results.streams.push(...await streamScenarios('service', service, fake, '/api/v1/chat/stream', delayMs))
-      results.streams.push(...await streamScenarios('naive', naive, fake, '/api/v1/chat/stream', delayMs))
+      results.streams.push(...await streamCompare([
+        { name: 'service', server: service, path: '/api/v1/chat/stream' },
+        { name: 'naive', server: naive, path: '/api/v1/chat/stream' },
+      ], fake, delayMs))
     }
     if (index === config.tokenDelays.length - 1 && config.only.includes('soak')) {
       log(`soak: ${config.soakWarmupSeconds} s warm-up + ${config.soakSeconds} s, ${config.soakConnections} JSON connections + ` +

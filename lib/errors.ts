@@ -33,8 +33,8 @@ export class HttpError extends Error {
   override name = 'HttpError'
   readonly statusCode: number
   readonly headers: Record<string, string>
-  constructor (statusCode: number, detail: string, headers: Record<string, string> = {}) {
-    super(detail)
+  constructor (statusCode: number, detail: string, headers: Record<string, string> = {}, options?: { cause?: unknown }) {
+    super(detail, options?.cause === undefined ? undefined : { cause: options.cause })
     this.statusCode = statusCode
     this.headers = headers
   }

@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto'
 import { runAgent, runAgentToEnd, type AgentResult, type AgentRunOptions } from './agent/run.js'
 import { AgentError, HttpError, LLMServiceError } from './errors.js'
 import { isAbortError } from './llm/abort.js'
+import { capacityError } from './llm/limiter.js'
 import type { ChatTurn } from './llm/types.js'
 import { openSseStream } from './sse.js'
 import type { StreamFormat } from './stream-formats.js'
@@ -11,9 +12,9 @@ import type { StreamFormat } from './stream-formats.js'
 /** Run options without the parts a route does not choose. */
 export type RunRequest = Omit<AgentRunOptions, 'provider' | 'tools' | 'streaming' | 'signal' | 'maxIterations'>
 
-/** Who is calling: set by the auth plugin; the client IP when there is none. */
+/** Who is calling (set by the auth plugin): sessions and the conversation log belong to it. */
 export function identityOf (request: FastifyRequest): string {
-  return (request as FastifyRequest & { identity?: string }).identity ?? `ip:${request.ip}`
+  return request.identity || `ip:${request.ip}`
 }
 
 function fullOptions (app: FastifyInstance, run: RunRequest, streaming: boolean, signal?: AbortSignal): AgentRunOptions {
@@ -23,6 +24,10 @@ function fullOptions (app: FastifyInstance, run: RunRequest, streaming: boolean,
     tools: app.tools,
     maxIterations: app.config.MAX_ITERATIONS,
     streaming,
+    onToolRun: (tool, isError) => {
+      // Model-chosen names are unbounded: unknown ones share one label value.
+      app.metrics.toolCalls.inc({ tool: app.tools.has(tool) ? tool : 'unknown', outcome: isError ? 'error' : 'ok' })
+    },
     ...(signal ? { signal } : {}),
   }
 }
@@ -42,10 +47,17 @@ function disconnectSignal (request: FastifyRequest, reply: FastifyReply): AbortS
   return controller.signal
 }
 
-/** Runs the agent for a JSON answer; a model failure becomes `errorFor(error)` when given. */
-export async function answerJson (app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, run: RunRequest): Promise<AgentResult> {
+/**
+ * Runs the agent for a JSON answer and logs the exchange under `conversationId` once the answer is out.
+ * A client that leaves aborts the model call.
+ */
+export async function answerJson (
+  app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, run: RunRequest, conversationId = request.id
+): Promise<AgentResult> {
   try {
-    return await runAgentToEnd(fullOptions(app, run, false, disconnectSignal(request, reply)))
+    const result = await runAgentToEnd(fullOptions(app, run, false, disconnectSignal(request, reply)))
+    logConversationAfterResponse(app, request, reply, { conversationId, messages: run.messages, result })
+    return result
   } catch (error) {
     if (isAbortError(error)) throw new HttpError(499, 'Client closed the request')
     throw error
@@ -53,13 +65,25 @@ export async function answerJson (app: FastifyInstance, request: FastifyRequest,
 }
 
 /**
- * Streams the agent over SSE in `format`. Errors after the headers travel inside the stream and end it.
+ * Streams the agent over SSE in `format`; a full model queue is a 503 before the stream opens.
+ * Errors after the headers travel inside the stream and end it. A finished run is logged under
+ * `conversationId` (default: the request id) once the stream has ended.
  * Returns the result when the run finished, null when it failed or the client left.
  */
 export async function answerStream (
   app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, run: RunRequest, format: StreamFormat,
-  extra?: { usage?: boolean }
+  extra?: {
+    usage?: boolean
+    /**
+     * Runs once the agent finished, before the done message: what a client may rely on when it reads
+     * done (the session saved) happens here. It must not throw; the stream ends normally after it.
+     */
+    beforeDone?: (result: AgentResult) => Promise<void>
+    conversationId?: string
+  }
 ): Promise<AgentResult | null> {
+  // A full queue is known before any output: answer it as a plain 503 a client can retry, not as a stream.
+  if (app.llm.limiter.full) throw capacityError()
   const sse = openSseStream(request, reply, {
     heartbeatMs: app.config.SSE_HEARTBEAT_SECONDS * 1000,
     registry: app.streams,
@@ -79,8 +103,11 @@ export async function answerStream (
     }
     const result = step.value
     if (extra?.usage) await sse.send(JSON.stringify({ type: 'usage', data: result.usage }))
+    if (extra?.beforeDone) await extra.beforeDone(result)
     await sse.send(format.done)
-    return sse.closed ? null : result
+    if (sse.closed) return null
+    logConversationAfterResponse(app, request, reply, { conversationId: extra?.conversationId ?? request.id, messages: run.messages, result })
+    return result
   } catch (error) {
     if (sse.signal.aborted || isAbortError(error)) {
       request.log.info('stream ended: client disconnected')
@@ -98,6 +125,22 @@ export async function answerStream (
   }
 }
 
+/**
+ * The turns as the conversation log keeps them: image bytes (up to 20 x 5 MB a request) replaced by their
+ * size, so the log's entry bound stays a memory bound.
+ */
+export function withoutImageBytes (turns: readonly ChatTurn[]): ChatTurn[] {
+  return turns.map((turn) => {
+    if (typeof turn.content === 'string' || !turn.content.some((block) => block.type === 'image')) return turn
+    return {
+      ...turn,
+      content: turn.content.map((block) => block.type !== 'image'
+        ? block
+        : { ...block, source: { ...block.source, data: `[${Buffer.byteLength(block.source.data, 'base64')} bytes omitted]` } }),
+    }
+  })
+}
+
 /** Writes the exchange to the conversation log once the response is out; a failure is only logged. */
 export function logConversationAfterResponse (
   app: FastifyInstance, request: FastifyRequest, reply: FastifyReply,
@@ -107,7 +150,7 @@ export function logConversationAfterResponse (
     app.stores.conversations.write({
       identity: identityOf(request),
       conversationId: entry.conversationId,
-      messages: entry.messages,
+      messages: withoutImageBytes(entry.messages),
       reply: entry.result.content,
       model: entry.result.model,
       usage: entry.result.usage,
@@ -116,6 +159,11 @@ export function logConversationAfterResponse (
   }
   if (reply.raw.writableFinished) setImmediate(write)
   else reply.raw.once('finish', write)
+}
+
+/** Session storage is down (Redis outage): 503 with a fixed text; the cause is logged, not shown. */
+export function sessionStoreDown (error: unknown): never {
+  throw new HttpError(503, 'Session store unavailable, please retry later', { 'retry-after': '1' }, { cause: error })
 }
 
 /** A fresh conversation or session id. */

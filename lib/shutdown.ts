@@ -15,8 +15,12 @@ export function installGracefulShutdown (app: FastifyInstance, graceSeconds: num
     const closed = app.close()
     let timer: NodeJS.Timeout | undefined
     const graceOver = new Promise<'timeout'>((resolve) => { timer = setTimeout(resolve, graceSeconds * 1000, 'timeout') })
+    // Keep-alive connections that carry no request (clients open spares) would hold close() until the
+    // deadline: once nothing is in flight, close every connection.
+    const idle = setInterval(() => { if (app.lifecycle.inFlight === 0) app.server.closeAllConnections() }, 50)
     const outcome = await Promise.race([closed.then(() => 'closed' as const), graceOver])
     clearTimeout(timer)
+    clearInterval(idle)
     if (outcome === 'timeout') {
       app.log.warn('grace period over: closing remaining streams and connections')
       app.lifecycle.forceClose()

@@ -60,28 +60,53 @@ function location (context: string, error: AjvError): Array<string | number> {
   return [context, ...path]
 }
 
+/** How far into the input an error points: the branch that got furthest is the one the client meant. */
+function depth (error: AjvError): number {
+  return error.instancePath.split('/').length + (error.keyword === 'required' ? 1 : 0)
+}
+
 /**
- * When the schema is a union (`anyOf`), Ajv reports every branch's errors; keep only the branch that came
- * closest (fewest errors), so a client sends the simple variant and hears about the simple variant.
+ * Ajv reports every branch of a union (`anyOf`, e.g. a field that is "list or null", or the two request
+ * forms of /api/v1/chat) plus a summary error. Keep, for each union from the outermost in, only the
+ * branch that got furthest into the input (then the one with fewest errors), and drop the summary, so the
+ * client hears about the form it sent and not "must be null".
  */
-function closestBranch (errors: AjvError[]): AjvError[] {
-  const branches = new Map<string, AjvError[]>()
-  for (const error of errors) {
-    const match = /^#\/anyOf\/(\d+)\//.exec(error.schemaPath)
-    if (match?.[1] === undefined) continue
-    const list = branches.get(match[1]) ?? []
-    list.push(error)
-    branches.set(match[1], list)
+function resolveUnions (errors: AjvError[]): AjvError[] {
+  let remaining = errors
+  const resolved = new Set<string>()
+  for (;;) {
+    let union: string | undefined
+    for (const error of remaining) {
+      for (const match of error.schemaPath.matchAll(/\/anyOf\/\d+\//g)) {
+        const location = error.schemaPath.slice(0, match.index + '/anyOf'.length)
+        if (!resolved.has(location) && (union === undefined || location.length < union.length)) union = location
+      }
+    }
+    if (union === undefined) return remaining
+    resolved.add(union)
+    const branches = new Map<string, AjvError[]>()
+    for (const error of remaining) {
+      if (!error.schemaPath.startsWith(`${union}/`)) continue
+      const branch = error.schemaPath.slice(union.length + 1).split('/', 1)[0] ?? ''
+      branches.set(branch, [...(branches.get(branch) ?? []), error])
+    }
+    let best: AjvError[] = []
+    let bestDepth = -1
+    for (const list of branches.values()) {
+      const furthest = Math.max(...list.map(depth))
+      if (furthest > bestDepth || (furthest === bestDepth && list.length < best.length)) {
+        best = list
+        bestDepth = furthest
+      }
+    }
+    const keep = new Set(best)
+    remaining = remaining.filter((error) => error.schemaPath !== union && (!error.schemaPath.startsWith(`${union}/`) || keep.has(error)))
   }
-  if (branches.size === 0) return errors.filter((error) => error.keyword !== 'anyOf' || errors.length === 1)
-  let best: AjvError[] | undefined
-  for (const list of branches.values()) if (best === undefined || list.length < best.length) best = list
-  return best ?? errors
 }
 
 /** Maps Ajv errors of one request part (`body`, `querystring`, `params`) to validation issues. */
 export function toValidationIssues (context: string, errors: AjvError[]): ValidationIssue[] {
-  return closestBranch(errors).map((error) => ({
+  return resolveUnions(errors).map((error) => ({
     loc: location(context, error),
     msg: issueMessage(error),
     type: issueType(error),

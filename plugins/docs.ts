@@ -26,5 +26,9 @@ export default fp(async (app) => {
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json['$id'] ?? `def-${i}`) },
   })
-  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { deepLinking: true } })
+  // The docs routes are open (no auth, no rate limit); the scope keeps the marking to them alone.
+  await app.register(async (scope) => {
+    scope.addHook('onRoute', (route) => { route.config = { ...route.config, open: true } })
+    await scope.register(swaggerUi, { routePrefix: '/docs', uiConfig: { deepLinking: true } })
+  })
 }, { name: 'docs', fastify: '5.x' })

@@ -34,6 +34,11 @@ export function createErrorHandler (layout: Layout, debug: boolean) {
       })
     }
     if (error instanceof HttpError) {
+      // A 5xx of ours (store down, model capacity) is worth a log line with its cause; 4xx are the client's.
+      if (error.statusCode >= 500) {
+        const cause = error.cause instanceof Error ? error.cause.message : error.cause
+        request.log.warn({ status: error.statusCode, ...(cause === undefined ? {} : { cause }) }, error.message)
+      }
       return reply.code(error.statusCode).headers(error.headers).send({ detail: error.message })
     }
     if (error instanceof LLMServiceError) {

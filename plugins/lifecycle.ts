@@ -8,6 +8,8 @@ function createLifecycle () {
   const forceClosers: Array<() => void> = []
   const state = {
     draining: false,
+    /** Requests whose response has not closed yet (streams included). */
+    inFlight: 0,
     /** Registers what to do when the shutdown grace period is over (e.g. end open streams). */
     onForceClose (closer: () => void) { forceClosers.push(closer) },
     forceClose () { for (const closer of forceClosers) closer() },
@@ -37,5 +39,10 @@ declare module 'fastify' {
 }
 
 export default fp(async (app) => {
-  app.decorate('lifecycle', createLifecycle())
+  const lifecycle = createLifecycle()
+  app.decorate('lifecycle', lifecycle)
+  app.addHook('onRequest', async (_request, reply) => {
+    lifecycle.inFlight++
+    reply.raw.once('close', () => { lifecycle.inFlight-- })
+  })
 }, { name: 'lifecycle', fastify: '5.x' })

@@ -1,6 +1,7 @@
 // LLM plugin: the provider chosen by LLM_PROVIDER, behind the concurrency limit and queue (DECISIONS 3, 9).
 import fp from 'fastify-plugin'
 import { createAnthropicProvider } from '../lib/llm/anthropic.js'
+import { withInstrumentation, type ModelCallRecorder } from '../lib/llm/instrumented.js'
 import { createLimiter, withLimiter, type Limiter } from '../lib/llm/limiter.js'
 import { createOfflineProvider } from '../lib/llm/offline.js'
 import type { LLMProvider } from '../lib/llm/types.js'
@@ -36,15 +37,21 @@ export default fp<LLMPluginOptions>(async (app, options) => {
       timeoutSeconds: config.LLM_TIMEOUT_SECONDS,
       logger: app.log,
     })
-    if (!config.sendsTemperature) {
-      app.log.info({ apiVersion: config.LLM_API_VERSION ?? 'SDK default' },
-        'temperature is validated but not sent: this API version refuses sampling parameters (set LLM_API_VERSION=2023-06-01 to send it)')
-    }
   } else {
     base = createOfflineProvider({ knowledgeKeys: app.knowledgeBase.keys(), findExpression: findArithmeticExpression })
     app.log.info('LLM_PROVIDER=offline: answering with the embedded offline model (no network)')
   }
+  const { llmRequestDuration, llmTokens, llmTimeToFirstToken } = app.metrics
+  const recorder: ModelCallRecorder = {
+    call: (model, outcome, seconds) => llmRequestDuration.observe({ model, outcome }, seconds),
+    tokens: (model, usage) => {
+      llmTokens.inc({ model, type: 'input' }, usage.input_tokens)
+      llmTokens.inc({ model, type: 'output' }, usage.output_tokens)
+    },
+    firstToken: (model, seconds) => llmTimeToFirstToken.observe({ model }, seconds),
+  }
   const limiter = createLimiter({ maxConcurrent: config.MAX_CONCURRENT_REQUESTS, maxQueue: config.MAX_QUEUE })
-  app.decorate('llm', { provider: withLimiter(base, limiter), limiter })
+  // The limiter outside the measurement: queue time is not model-call time.
+  app.decorate('llm', { provider: withLimiter(withInstrumentation(base, recorder), limiter), limiter })
   app.addHook('onClose', async () => { await base.close() })
-}, { name: 'llm', dependencies: ['config', 'tools'], fastify: '5.x' })
+}, { name: 'llm', dependencies: ['config', 'tools', 'metrics'], fastify: '5.x' })

@@ -1,4 +1,4 @@
-// Request logging: X-Request-Id echo and one log line per request (DECISIONS section 10).
+// Request logging: X-Request-Id echo, no-cache, and one log line per request (DECISIONS section 10).
 import fp from 'fastify-plugin'
 import type { FastifyReply } from 'fastify'
 import { randomUUID } from 'node:crypto'
@@ -25,7 +25,8 @@ function logRequest (this: LoggedResponse): void {
   const { method, url } = request
   const query = url.indexOf('?')
   const path = query === -1 ? url : url.slice(0, query)
-  const status = reply.statusCode
+  // A client that left before any answer gets 499 (as the metrics count it), not a 200 never sent.
+  const status = this.headersSent ? reply.statusCode : 499
   const line: Record<string, unknown> = {
     method,
     path,
@@ -41,6 +42,8 @@ export default fp(async (app) => {
   // A callback hook: no promise and no extra microtask per request.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id)
+    // SPEC section 6: responses carry Cache-Control: no-cache (chat answers must never be cached).
+    reply.header('cache-control', 'no-cache')
     const res = reply.raw as LoggedResponse
     res[kReply] = reply
     res.on('close', logRequest)

@@ -45,7 +45,8 @@ export default fp(async (app) => {
     app.addHook('onClose', async () => { await closeRedisClient(redis) })
   }
   app.decorate('stores', stores)
+  app.metrics.setActiveSessionsSource(() => stores.sessions.count())
   app.addHook('onClose', async () => {
     await Promise.allSettled([stores.sessions.close(), stores.rateLimit.close(), stores.conversations.close()])
   })
-}, { name: 'stores', dependencies: ['config', 'lifecycle'], fastify: '5.x' })
+}, { name: 'stores', dependencies: ['config', 'lifecycle', 'metrics'], fastify: '5.x' })

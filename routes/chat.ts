@@ -1,21 +1,29 @@
 // Unversioned POST /chat and POST /chat/stream: the agent with all tools and per-session memory.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import type { Static } from 'typebox'
+import { Type, type Static } from 'typebox'
 import { assertAllowedContent } from '../lib/content-policy.js'
 import { AgentError, HttpError, LLMServiceError } from '../lib/errors.js'
 import type { AgentResult } from '../lib/agent/run.js'
 import type { ChatTurn } from '../lib/llm/types.js'
 import {
-  answerJson, answerStream, identityOf, logConversationAfterResponse, newConversationId, publicErrorText, type RunRequest,
+  answerJson, answerStream, identityOf, newConversationId, publicErrorText, sessionStoreDown, type RunRequest,
 } from '../lib/respond.js'
 import { sessionChunks } from '../lib/stream-formats.js'
 import { TOOL_NAMES } from '../lib/tools/registry.js'
 import { SessionChatRequest, SessionChatResponse, SseResponse } from '../schemas/chat.js'
 import { modelErrorResponses } from '../schemas/common.js'
-import { sessionStoreDown } from './api/v1/chat.js'
 
 type Body = Static<typeof SessionChatRequest>
+
+/**
+ * A failed POST /chat is 500 `{detail}` (SPEC section 4.2), besides the shared 500 bodies. `DetailError`
+ * comes last: the serializer takes the first branch that fits, and `{error, detail}` fits it too.
+ */
+const chatErrorResponses = {
+  ...modelErrorResponses,
+  500: Type.Union([Type.Ref('InternalErrorBody'), Type.Ref('AgentErrorBody'), Type.Ref('DetailError')]),
+}
 
 /** Loads the session (creating its id when none was given) and builds the agent run over its memory. */
 async function prepare (app: FastifyInstance, request: FastifyRequest, body: Body) {
@@ -43,12 +51,14 @@ async function remember (app: FastifyInstance, owner: string, sessionId: string,
 async function answerSessionStream (app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, body: Body) {
   const { sessionId, owner, userTurn, run } = await prepare(app, request, body)
   reply.header('x-session-id', sessionId)
-  const result: AgentResult | null = await answerStream(app, request, reply, run, sessionChunks)
-  if (result) {
-    await remember(app, owner, sessionId, [userTurn, ...result.turns])
-      .catch((error: unknown) => request.log.error({ err: error }, 'session save failed after stream'))
-    logConversationAfterResponse(app, request, reply, { conversationId: sessionId, messages: run.messages, result })
-  }
+  // The session is saved before [DONE], so a client that continues the moment it reads [DONE] finds it.
+  await answerStream(app, request, reply, run, sessionChunks, {
+    conversationId: sessionId,
+    beforeDone: async (finished) => {
+      await remember(app, owner, sessionId, [userTurn, ...finished.turns])
+        .catch((error: unknown) => request.log.error({ err: error }, 'session save failed during stream'))
+    },
+  })
   return reply
 }
 
@@ -60,9 +70,8 @@ const sessionChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
       summary: 'Chat with the agent in a session (JSON, or SSE with stream: true)',
       description: 'The agent may call tools. Without `session_id` a new session starts; its id comes back in the answer.',
       operationId: 'postChat',
-      security: [{ bearerAuth: [] }],
       body: SessionChatRequest,
-      response: { 200: { ...SseResponse, content: { 'application/json': { schema: SessionChatResponse }, ...SseResponse.content } }, ...modelErrorResponses },
+      response: { 200: { ...SseResponse, content: { 'application/json': { schema: SessionChatResponse }, ...SseResponse.content } }, ...chatErrorResponses },
     },
   }, async (request, reply) => {
     if (request.body.stream === true) return await answerSessionStream(app, request, reply, request.body)
@@ -70,7 +79,7 @@ const sessionChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const { sessionId, owner, userTurn, run } = await prepare(app, request, request.body)
     let result: AgentResult
     try {
-      result = await answerJson(app, request, reply, run)
+      result = await answerJson(app, request, reply, run, sessionId)
     } catch (error) {
       // SPEC section 4.2: a failed /chat is 500 with the error text as detail (agent errors keep their own shape).
       if (error instanceof AgentError || (error instanceof HttpError && error.statusCode !== 502)) throw error
@@ -78,7 +87,6 @@ const sessionChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
       throw error
     }
     await remember(app, owner, sessionId, [userTurn, ...result.turns]).catch(sessionStoreDown)
-    logConversationAfterResponse(app, request, reply, { conversationId: sessionId, messages: run.messages, result })
     return {
       content: result.content,
       session_id: sessionId,
@@ -94,7 +102,6 @@ const sessionChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
       description: "Each message is `data: <chunk>`; the stream ends with `data: [DONE]`, or `data: {'error': '<text>'}` on failure. " +
         'The session id is in the `X-Session-Id` response header.',
       operationId: 'postChatStream',
-      security: [{ bearerAuth: [] }],
       body: SessionChatRequest,
       response: { 200: SseResponse, ...modelErrorResponses },
     },

@@ -1,10 +1,9 @@
 // GET and DELETE /sessions/{id}: a caller's own conversation memory (DECISIONS section 5).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { HttpError } from '../lib/errors.js'
-import { identityOf } from '../lib/respond.js'
+import { identityOf, sessionStoreDown } from '../lib/respond.js'
 import { SessionHistory, SessionParams } from '../schemas/chat.js'
 import { commonErrorResponses, DetailError } from '../schemas/common.js'
-import { sessionStoreDown } from './api/v1/chat.js'
 
 const sessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const errors = { ...commonErrorResponses, 401: DetailError, 404: DetailError, 429: DetailError, 503: DetailError }
@@ -14,7 +13,6 @@ const sessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
       tags: ['sessions'],
       summary: 'Get a session\'s history',
       operationId: 'getSession',
-      security: [{ bearerAuth: [] }],
       params: SessionParams,
       response: { 200: SessionHistory, ...errors },
     },
@@ -34,7 +32,6 @@ const sessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
       tags: ['sessions'],
       summary: 'Forget a session',
       operationId: 'deleteSession',
-      security: [{ bearerAuth: [] }],
       params: SessionParams,
       response: { 204: { type: 'null', description: 'Deleted' }, ...errors },
     },

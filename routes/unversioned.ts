@@ -4,12 +4,14 @@ import { createErrorHandler, type LayoutOptions } from '../plugins/error-handler
 import healthRoutes from './health.js'
 import sessionChatRoutes from './chat.js'
 import sessionRoutes from './sessions.js'
+import metricsRoutes from './metrics.js'
 
 const unversionedLayout: FastifyPluginAsync<LayoutOptions> = async (app, { extraRoutes }) => {
   app.setErrorHandler(createErrorHandler('unversioned', app.config.DEBUG))
   await app.register(healthRoutes)
   await app.register(sessionChatRoutes)
   await app.register(sessionRoutes)
+  await app.register(metricsRoutes)
   if (extraRoutes) await app.register(extraRoutes)
 }
 

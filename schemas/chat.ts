@@ -8,7 +8,10 @@ export const MAX_IMAGES = 20
 export const MAX_IMAGE_CHARS = Math.ceil(MAX_IMAGE_BYTES / 3) * 4 + 64
 
 export const ChatMessage = Type.Object({
-  role: Type.Union([Type.Literal('user'), Type.Literal('assistant'), Type.Literal('system')], {
+  // One enum, not a union of literals: a wrong role is one validation issue, not one per allowed value.
+  role: Type.Unsafe<'user' | 'assistant' | 'system'>({
+    type: 'string',
+    enum: ['user', 'assistant', 'system'],
     description: 'Who wrote the message: user, assistant or system (system messages become the system prompt)',
   }),
   content: Type.String({ minLength: 1, maxLength: 32000, description: 'Message text, 1 to 32000 characters' }),

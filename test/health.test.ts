@@ -9,7 +9,7 @@ test('GET /health: healthy with the current time', async (t) => {
   const body = res.json()
   t.equal(body.status, 'healthy')
   t.ok(body.timestamp >= before - 1 && body.timestamp <= Date.now() / 1000 + 1)
-  t.equal(res.headers['cache-control'], undefined)
+  t.equal(res.headers['cache-control'], 'no-cache')
 })
 
 test('GET /api/v1/health: ok with the default model as version', async (t) => {

@@ -2,6 +2,7 @@ import { test } from 'tap'
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { fileURLToPath } from 'node:url'
+import { readSse } from './helpers/sse-client.js'
 
 const fixture = fileURLToPath(new URL('./fixtures/slow-server.ts', import.meta.url))
 
@@ -49,4 +50,19 @@ test('SIGTERM with a request longer than the grace period: closed at the deadlin
   t.equal(code, 0)
   t.ok(Date.now() - started < 5000, 'did not wait for the slow request')
   t.equal(await inFlight, 'cut off')
+})
+
+test('SIGTERM with an open stream: at the deadline it gets its error message and ends, exit 0', async (t) => {
+  const { child, port } = await startServer({ GRACE: '0.3' })
+  t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
+  const res = await fetch(`http://127.0.0.1:${port}/test/stream`)
+  t.equal(res.status, 200)
+  const reading = readSse(res)
+  await new Promise((resolve) => setTimeout(resolve, 100))
+  const exited = once(child, 'exit')
+  child.kill('SIGTERM')
+  const { events } = await reading
+  t.same(events, ['started', '[ERROR] Server is shutting down'])
+  const [code] = await exited
+  t.equal(code, 0)
 })

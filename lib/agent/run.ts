@@ -38,6 +38,17 @@ export interface AgentResult {
   turns: ChatTurn[]
 }
 
+/** The first `max` characters (code points) of `text`: a surrogate pair is never cut in half. */
+export function truncateChars (text: string, max: number): string {
+  if (text.length <= max) return text
+  let end = 0
+  for (let count = 0; count < max && end < text.length; count++) {
+    const code = text.charCodeAt(end)
+    end += code >= 0xd800 && code <= 0xdbff && end + 1 < text.length ? 2 : 1
+  }
+  return text.slice(0, end)
+}
+
 function throwIfAborted (signal: AbortSignal | undefined) {
   if (signal?.aborted) throw signal.reason ?? new DOMException('Aborted', 'AbortError')
 }
@@ -104,7 +115,7 @@ export async function * runAgent (options: AgentRunOptions): AsyncGenerator<Agen
     for (const [index, use] of uses.entries()) {
       const outcome = results[index] ?? { content: '', isError: true }
       toolCalls.push({ tool: use.name, args: use.input, result: outcome.content, is_error: outcome.isError })
-      yield { type: 'tool_result', data: { tool: use.name, content: outcome.content.slice(0, TOOL_RESULT_PREVIEW_CHARS) } }
+      yield { type: 'tool_result', data: { tool: use.name, content: truncateChars(outcome.content, TOOL_RESULT_PREVIEW_CHARS) } }
       resultBlocks.push({
         type: 'tool_result',
         tool_use_id: use.id,

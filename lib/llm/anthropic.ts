@@ -21,6 +21,7 @@ export interface LLMLogger {
   debug?: LogFn
 }
 
+/** Options of {@link createAnthropicProvider}; names follow DECISIONS section 2. */
 export interface AnthropicProviderOptions {
   apiKey: string
   /** Base URL of the API; the SDK's default (or ANTHROPIC_BASE_URL) when absent. */
@@ -347,6 +348,7 @@ export function createAnthropicProvider (options: AnthropicProviderOptions): LLM
     fetch: options.fetch ?? transport?.fetch,
     ...(options.baseURL === undefined ? {} : { baseURL: options.baseURL }),
     ...(options.apiVersion === undefined ? {} : { defaultHeaders: { 'anthropic-version': options.apiVersion } }),
+    // Our withRetry retries instead: the SDK honours retry-after with no upper bound (DECISIONS section 8).
     maxRetries: 0,
     timeout: timeoutMs,
   })

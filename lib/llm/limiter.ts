@@ -3,6 +3,7 @@ import { HttpError } from '../errors.js'
 import { AbortError } from './abort.js'
 import type { LLMProvider, ModelRequest, ModelResponse, ModelStreamEvent } from './types.js'
 
+/** Options of {@link createLimiter} (DECISIONS section 9). */
 export interface LimiterOptions {
   /** Calls running at once (MAX_CONCURRENT_REQUESTS). At least 1. */
   maxConcurrent: number
@@ -13,11 +14,14 @@ export interface LimiterOptions {
 /** Gives back a slot; calling it again does nothing. */
 export type Release = () => void
 
+/** A concurrency limit with a bounded FIFO queue, made by {@link createLimiter}. */
 export interface Limiter {
   /** Calls holding a slot. */
   readonly active: number
   /** Calls waiting for a slot. */
   readonly queued: number
+  /** True when a call arriving now would be refused: every slot busy and the queue full. */
+  readonly full: boolean
   /**
    * Waits for a slot, first come first served. Rejects with a 503 HttpError when the queue is
    * full, with an AbortError when `signal` fires while waiting (the waiter leaves the queue).
@@ -51,9 +55,11 @@ export function createLimiter (options: LimiterOptions): Limiter {
     }
   }
 
+  const hasFreeSlot = (): boolean => active < maxConcurrent && waiters.length === 0
+
   const acquire = async (signal?: AbortSignal): Promise<Release> => {
     if (signal?.aborted === true) throw new AbortError(undefined, { cause: signal.reason })
-    if (active < maxConcurrent && waiters.length === 0) {
+    if (hasFreeSlot()) {
       active++
       return makeRelease()
     }
@@ -76,6 +82,7 @@ export function createLimiter (options: LimiterOptions): Limiter {
   return {
     get active () { return active },
     get queued () { return waiters.length },
+    get full () { return !hasFreeSlot() && waiters.length >= maxQueue },
     acquire,
     async run<T> (fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
       const release = await acquire(signal)

@@ -7,6 +7,7 @@ import type {
 /** The model name the offline provider reports. */
 export const OFFLINE_MODEL = 'offline'
 
+/** Options of {@link createOfflineProvider}. */
 export interface OfflineProviderOptions {
   /** Knowledge-base keys: a user message containing one (case-insensitive) calls search_knowledge_base. */
   knowledgeKeys?: string[]

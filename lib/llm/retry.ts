@@ -24,6 +24,7 @@ export interface RetryInfo {
   error: unknown
 }
 
+/** Options of {@link withRetry}. */
 export interface WithRetryOptions {
   /** Aborting rejects at once with an AbortError, during an attempt or a wait. */
   signal?: AbortSignal

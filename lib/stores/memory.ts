@@ -143,9 +143,15 @@ export interface MemoryRateLimitStoreOptions {
   sweepIntervalMs?: number
 }
 
+interface LoggedHit {
+  at: number
+  /** Names this entry for `undo`. */
+  token: string
+}
+
 interface WindowLog {
-  /** Timestamps of recorded hits, oldest first. */
-  hits: number[]
+  /** Recorded hits, oldest first. */
+  hits: LoggedHit[]
   windowMs: number
 }
 
@@ -163,12 +169,14 @@ export function createMemoryRateLimitStore (options: MemoryRateLimitStoreOptions
   assertPositive('sweepIntervalMs', sweepIntervalMs)
   // Map order is hit order (least recent first), for the key cap.
   const logs = new Map<string, WindowLog>()
+  // Tokens only need to be unique within this store.
+  let lastToken = 0
 
   function sweep (): void {
     const at = now()
     for (const [key, log] of logs) {
       const newest = log.hits[log.hits.length - 1]
-      if (newest === undefined || at - newest >= log.windowMs) logs.delete(key)
+      if (newest === undefined || at - newest.at >= log.windowMs) logs.delete(key)
     }
   }
 
@@ -188,17 +196,18 @@ export function createMemoryRateLimitStore (options: MemoryRateLimitStoreOptions
       log.windowMs = windowMs
       const { hits } = log
       let expired = 0
-      while (expired < hits.length && at - (hits[expired] as number) >= windowMs) expired++
+      while (expired < hits.length && at - (hits[expired] as LoggedHit).at >= windowMs) expired++
       if (expired > 0) hits.splice(0, expired)
 
       if (hits.length >= max) {
         const oldest = hits[0]
-        const resetMs = oldest === undefined ? windowMs : Math.max(0, oldest + windowMs - at)
+        const resetMs = oldest === undefined ? windowMs : Math.max(0, oldest.at + windowMs - at)
         if (hits.length === 0) logs.delete(key)
         return { current: max + 1, allowed: false, resetMs }
       }
-      hits.push(at)
-      const oldest = hits[0] as number
+      const token = String(++lastToken)
+      hits.push({ at, token })
+      const oldest = (hits[0] as LoggedHit).at
       if (logs.size > maxKeys) {
         sweep()
         for (const oldestKey of logs.keys()) {
@@ -206,7 +215,13 @@ export function createMemoryRateLimitStore (options: MemoryRateLimitStoreOptions
           logs.delete(oldestKey)
         }
       }
-      return { current: hits.length, allowed: true, resetMs: Math.max(0, oldest + windowMs - at) } satisfies RateLimitHit
+      return { current: hits.length, allowed: true, resetMs: Math.max(0, oldest + windowMs - at), token } satisfies RateLimitHit
+    },
+
+    async undo (key, token) {
+      const hits = logs.get(key)?.hits ?? []
+      const index = hits.findIndex((entry) => entry.token === token)
+      if (index >= 0) hits.splice(index, 1)
     },
 
     async close () {

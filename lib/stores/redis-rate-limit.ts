@@ -8,9 +8,10 @@ export interface RedisRateLimitStoreOptions {
   prefix: string
 }
 
-// KEYS: the window's sorted set. ARGV: max, windowMs, nonce. Returns {allowed 0|1, current, resetMs}.
+// KEYS: the window's sorted set. ARGV: max, windowMs, nonce. Returns {allowed 0|1, current, resetMs, nonce}.
 // Time is the server's (microsecond precision, in ms) so replicas with skewed clocks agree. The score
-// is that time and the member a random nonce, so hits from replicas in the same instant never collide.
+// is that time and the member a random nonce, so hits from replicas in the same instant never collide;
+// the nonce is the hit's token, so `undo` can ZREM exactly that entry.
 const HIT = defineScript(`local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
 local max = tonumber(ARGV[1])
@@ -29,28 +30,37 @@ local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 if oldest[2] then reset = tonumber(oldest[2]) + window - now end
 if reset < 0 then reset = 0 end
 if allowed == 0 then count = max + 1 end
-return {allowed, count, math.ceil(reset)}`)
+return {allowed, count, math.ceil(reset), ARGV[3]}`)
 
 function parseHit (reply: unknown): RateLimitHit {
-  if (!Array.isArray(reply) || reply.length !== 3) throw new Error('Malformed Redis rate-limit reply')
-  const [allowed, current, resetMs] = reply as [unknown, unknown, unknown]
-  return { allowed: Number(allowed) === 1, current: Number(current), resetMs: Number(resetMs) }
+  if (!Array.isArray(reply) || reply.length !== 4) throw new Error('Malformed Redis rate-limit reply')
+  const [allowed, current, resetMs, token] = reply as [unknown, unknown, unknown, unknown]
+  const hit: RateLimitHit = { allowed: Number(allowed) === 1, current: Number(current), resetMs: Number(resetMs) }
+  // Only an allowed hit recorded its member.
+  if (hit.allowed) hit.token = String(token)
+  return hit
 }
 
 /**
  * Redis sliding-window log, exact across replicas: each hit is ONE Lua script that drops entries at
  * least `windowMs` old, refuses without recording when `max` remain (`current` = max + 1), else adds
- * a unique member and sets the key to expire with the window. `resetMs` is the time until the oldest
- * entry leaves the window. Keys are `${prefix}ratelimit:${sha256(key)}`, so API keys never appear.
+ * a unique member (the hit's `token`) and sets the key to expire with the window. `resetMs` is the time
+ * until the oldest entry leaves the window. `undo` removes that one member (ZREM). Keys are
+ * `${prefix}ratelimit:${sha256(key)}`, so API keys never appear.
  * Rejects promptly when Redis is unreachable; the caller decides to fail open.
  * `close()` leaves the shared client to its owner.
  */
 export function createRedisRateLimitStore (redis: Redis, options: RedisRateLimitStoreOptions): RateLimitStore {
   const { prefix } = options
+  const redisKey = (key: string): string => `${prefix}ratelimit:${hashKey(key)}`
   return {
     async hit (key, max, windowMs) {
-      const reply = await HIT.run(redis, [`${prefix}ratelimit:${hashKey(key)}`], [max, windowMs, uniqueNonce()])
+      const reply = await HIT.run(redis, [redisKey(key)], [max, windowMs, uniqueNonce()])
       return parseHit(reply)
+    },
+
+    async undo (key, token) {
+      await redis.zrem(redisKey(key), token)
     },
 
     async close () {

@@ -39,6 +39,8 @@ export interface RateLimitHit {
   allowed: boolean
   /** Milliseconds until a slot frees up (the oldest entry leaves the window). */
   resetMs: number
+  /** Identifies the entry an allowed hit recorded, for `undo`; absent when refused. */
+  token?: string
 }
 
 /**
@@ -50,6 +52,8 @@ export interface RateLimitHit {
 export interface RateLimitStore {
   /** Counts one request against `key`'s window, unless `max` are already in it. */
   hit (key: string, max: number, windowMs: number): Promise<RateLimitHit>
+  /** Removes the one entry `hit` recorded as `token` from `key`'s window (a later limit refused the request); no-op when unknown. */
+  undo (key: string, token: string): Promise<void>
   close (): Promise<void>
 }
 

@@ -204,7 +204,7 @@ test('connection reset, hang and mid-stream failures', async (t) => {
 })
 
 test('records client aborts and concurrency; tokensPerReply default reply', async (t) => {
-  const { fake, client } = await setup(t, { tokensPerReply: 5, delayMs: 20 })
+  const { fake, client } = await setup(t, { tokensPerReply: 5, delayMs: 150 })
   const controller = new AbortController()
   fake.enqueue({ kind: 'text', text: 'one two three four five six', chunkDelayMs: 200 })
   const stream = await client.messages.create({ model: MODEL, max_tokens: 10, stream: true, messages: [{ role: 'user', content: 'x' }] },

@@ -60,6 +60,7 @@ export interface FakeRequest {
   closedAt?: number
 }
 
+/** Options of {@link startFakeAnthropic}; they shape the default reply used when the queue is empty. */
 export interface FakeAnthropicOptions {
   /** Default reply (queue empty): this many tokens (`token token ...`, one per stream chunk) instead of the echo. */
   tokensPerReply?: number
@@ -81,6 +82,8 @@ export class FakeAnthropic {
   active = 0
   /** Highest number of requests that were open at the same time. */
   maxConcurrent = 0
+  /** TCP connections accepted so far (keep-alive reuse shows as fewer connections than requests). */
+  connections = 0
 
   readonly #server: Server
   readonly #options: FakeAnthropicOptions
@@ -93,6 +96,7 @@ export class FakeAnthropic {
   constructor (options: FakeAnthropicOptions = {}) {
     this.#options = options
     this.#server = createServer((req, res) => { this.#handle(req, res) })
+    this.#server.on('connection', () => { this.connections++ })
     this.#events.setMaxListeners(0)
   }
 

@@ -23,7 +23,7 @@ async function setup (t: { teardown: (fn: () => unknown) => void }, overrides: P
     baseURL: fake.url,
     maxAttempts: 3,
     retryMinSeconds: 0.05,
-    retryMaxSeconds: 0.2,
+    retryMaxSeconds: 0.1,
     timeoutSeconds: 5,
     logger: { info: log('info'), warn: log('warn'), error: log('error') },
     ...overrides,
@@ -145,22 +145,28 @@ test('400 is not retried', async (t) => {
 })
 
 test('back-off: retry-after honoured and clamped to [min, max]; exponential clamped to max', async (t) => {
-  const { fake, provider } = await setup(t, { maxAttempts: 2 })
-  const gap = async (script: { retryAfter?: number }): Promise<number> => {
+  const { fake, provider, logs } = await setup(t, { maxAttempts: 2, retryMaxSeconds: 0.2 })
+  // The planned delay comes from the retry log line (exact); the measured gap only bounds it from below,
+  // because a loaded machine can make timers late but never early.
+  const gap = async (script: { retryAfter?: number }): Promise<{ planned: unknown, waited: number }> => {
     fake.reset()
+    logs.length = 0
     fake.enqueue({ kind: 'error', status: 429, ...script }, { kind: 'text', text: 'ok' })
     await provider.complete(request('hi'))
     const [first, second] = fake.requests
-    return (second?.startedAt ?? 0) - (first?.closedAt ?? 0)
+    const planned = logs.find((l) => l.level === 'warn')?.obj['delayMs']
+    return { planned, waited: (second?.startedAt ?? 0) - (first?.closedAt ?? 0) }
   }
-  const honoured = await gap({ retryAfter: 0.1 })
-  t.ok(honoured >= 90 && honoured < 180, `retry-after 0.1 s waited ${honoured} ms`)
-  const clampedHigh = await gap({ retryAfter: 30 })
-  t.ok(clampedHigh >= 190 && clampedHigh < 600, `retry-after 30 s waited ${clampedHigh} ms (max 0.2 s)`)
-  const clampedLow = await gap({ retryAfter: 0 })
-  t.ok(clampedLow >= 45 && clampedLow < 150, `retry-after 0 waited ${clampedLow} ms (min 0.05 s)`)
-  const exponential = await gap({})
-  t.ok(exponential >= 190 && exponential < 600, `no retry-after waited ${exponential} ms (1 s clamped to 0.2 s)`)
+  for (const [script, expected, label] of [
+    [{ retryAfter: 0.1 }, 100, 'retry-after 0.1 s honoured'],
+    [{ retryAfter: 30 }, 200, 'retry-after 30 s clamped to the 0.2 s maximum'],
+    [{ retryAfter: 0 }, 50, 'retry-after 0 raised to the 0.05 s minimum'],
+    [{}, 200, 'no retry-after: 1 s exponential clamped to 0.2 s'],
+  ] as const) {
+    const { planned, waited } = await gap(script)
+    t.equal(planned, expected, label)
+    t.ok(waited >= expected - 10, `${label}: waited ${waited} ms`)
+  }
 })
 
 test('529 exhausted keeps the retry-after for the caller', async (t) => {
@@ -173,7 +179,7 @@ test('529 exhausted keeps the retry-after for the caller', async (t) => {
 })
 
 test('timeout: each attempt is cut, then LLMServiceError 504', async (t) => {
-  const { fake, provider } = await setup(t, { timeoutSeconds: 0.2, maxAttempts: 2 })
+  const { fake, provider } = await setup(t, { timeoutSeconds: 0.1, maxAttempts: 2 })
   fake.enqueue({ kind: 'hang' }, { kind: 'hang' })
   const started = Date.now()
   const error = await rejection(provider.complete(request('hi')))
@@ -182,7 +188,7 @@ test('timeout: each attempt is cut, then LLMServiceError 504', async (t) => {
   t.equal((error as LLMServiceError).statusCode, 504)
   t.match((error as Error).message, /timed out/)
   t.equal(fake.requests.length, 2)
-  t.ok(elapsed >= 400 && elapsed < 1500, `two attempts and a wait took ${elapsed} ms`)
+  t.ok(elapsed >= 250 && elapsed < 3000, `two attempts and a wait took ${elapsed} ms`)
   t.equal((await fake.settled(1)).aborted, true)
 
   fake.enqueue({ kind: 'hang' }, { kind: 'hang' })
@@ -263,14 +269,16 @@ test('stream: idle timeout between events after the first is a 504', async (t) =
 })
 
 test('stream: a slow consumer does not trip the idle timeout', async (t) => {
-  const { fake, provider } = await setup(t, { timeoutSeconds: 0.1 })
+  // The consumer holds each event longer than the timeout; a loaded machine still answers well inside it.
+  const { fake, provider } = await setup(t, { timeoutSeconds: 0.5, maxAttempts: 1 })
   fake.enqueue({ kind: 'text', text: 'one two three' })
   let text = ''
   for await (const event of provider.stream(request('hi'))) {
     if (event.type === 'text') text += event.text
-    await new Promise((resolve) => setTimeout(resolve, 150))
+    await new Promise((resolve) => setTimeout(resolve, 700))
   }
   t.equal(text, 'one two three')
+  t.equal(fake.requests.length, 1, 'no retry')
 })
 
 test('a finished stream is read to its end, not aborted, and leaves nothing reachable behind', async (t) => {
@@ -312,7 +320,7 @@ test('abort mid-stream: AbortError, upstream request aborted within 1 s', async 
   })())
   t.ok(isAbortError(error), 'an AbortError')
   t.notOk(error instanceof LLMServiceError)
-  t.ok(Date.now() - abortedAt < 250, 'the iteration ended at once')
+  t.ok(Date.now() - abortedAt < 500, 'the iteration ended at once')
   const record = await fake.settled(0)
   t.equal(record.aborted, true)
   t.ok((record.closedAt ?? Infinity) - abortedAt < 1000, 'the fake saw the abort')

@@ -13,6 +13,7 @@ test('memory rate-limit store: contract', async (t) => {
   rateLimitStoreContract(t, {
     create: async () => createMemoryRateLimitStore({ now: () => clock }),
     advance: async (ms) => { clock += ms },
+    now: () => clock,
     windowMs: 60_000,
     toleranceMs: 0,
   })
@@ -48,6 +49,7 @@ test('redis rate-limit store: contract', async (t) => {
   rateLimitStoreContract(t, {
     create: async () => createRedisRateLimitStore(redis, { prefix: `${env.prefix}${randomUUID()}:` }),
     advance: async (ms) => { await sleep(ms) },
+    now: () => Date.now(),
     windowMs: 300,
     toleranceMs: 50,
   })

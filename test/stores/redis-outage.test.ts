@@ -90,7 +90,7 @@ test('a client created while Redis is down rejects at once, then connects by its
 
   const started = Date.now()
   await t.rejects(limits.hit('client', 10, 60_000), 'no server yet: rejected')
-  t.ok(Date.now() - started < 100, 'at once, not queued')
+  t.ok(Date.now() - started < 600, 'at once, not queued behind the 1 s command timeout')
   await t.rejects(waitForRedis(redis, 150), 'waitForRedis times out while it is down')
   t.ok(logger.lines.some((line) => line.startsWith('warn:')), 'the connection failure is logged')
 

@@ -1,6 +1,6 @@
 // POST /api/v1/agent/stream: the agent with every tool, as typed JSON events (SPEC section 6.2).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { logConversationAfterResponse, answerStream } from '../../../lib/respond.js'
+import { answerStream } from '../../../lib/respond.js'
 import { agentEvents } from '../../../lib/stream-formats.js'
 import { TOOL_NAMES } from '../../../lib/tools/registry.js'
 import { SseResponse, chatRequestSchema } from '../../../schemas/chat.js'
@@ -15,14 +15,12 @@ const agentRoutes: FastifyPluginAsyncTypebox = async (app) => {
       description: 'Each message is JSON `{type, data}`: tool_call `{tool, args}`, tool_result `{tool, content}` (first 200 characters), ' +
         'token (text), usage `{input_tokens, output_tokens}`, then done (empty string); error (text) on failure. All tools are enabled unless `tools` names some.',
       operationId: 'postApiV1AgentStream',
-      security: [{ bearerAuth: [] }],
       body: chatRequestSchema(app.config.models),
       response: { 200: SseResponse, ...modelErrorResponses },
     },
   }, async (request, reply) => {
     const run = runRequestFor(app, request.body, TOOL_NAMES)
-    const result = await answerStream(app, request, reply, run, agentEvents, { usage: true })
-    if (result) logConversationAfterResponse(app, request, reply, { conversationId: request.id, messages: run.messages, result })
+    await answerStream(app, request, reply, run, agentEvents, { usage: true })
     return reply
   })
 }

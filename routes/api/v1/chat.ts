@@ -1,13 +1,14 @@
 // POST /api/v1/chat (ChatRequest with AgentRequest fields, or the simple variant) and POST /api/v1/chat/stream.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify'
 import { toModelConversation } from '../../../lib/chat.js'
 import { HttpError, LLMServiceError } from '../../../lib/errors.js'
 import type { ImageBlock } from '../../../lib/llm/types.js'
 import {
-  answerJson, answerStream, identityOf, logConversationAfterResponse, newConversationId, type RunRequest,
+  answerJson, answerStream, identityOf, newConversationId, sessionStoreDown, type RunRequest,
 } from '../../../lib/respond.js'
 import { textChunks } from '../../../lib/stream-formats.js'
+import { RequestValidationError, toValidationIssues } from '../../../lib/validation.js'
 import {
   AgentResponse, SimpleChatResponse, SseResponse, chatRequestSchema, v1ChatBodySchema,
   type AgentResponseBody, type ChatRequestBody, type SimpleChatBody,
@@ -32,8 +33,7 @@ export async function answerAgentJson (
   app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, run: RunRequest, conversationId = request.id
 ): Promise<AgentResponseBody> {
   try {
-    const result = await answerJson(app, request, reply, run)
-    logConversationAfterResponse(app, request, reply, { conversationId, messages: run.messages, result })
+    const result = await answerJson(app, request, reply, run, conversationId)
     return {
       content: result.content,
       model: result.model,
@@ -66,9 +66,20 @@ async function answerSimple (app: FastifyInstance, request: FastifyRequest, repl
   return { reply: response.content, conversation_id: conversationId }
 }
 
-/** Session storage is down (Redis outage): 503, never a crash. */
-export function sessionStoreDown (error: unknown): never {
-  throw new HttpError(503, `Session store unavailable: ${(error as Error).message}`, { 'retry-after': '1' })
+/**
+ * The v1 body is ChatRequest (branch 0) or the simple variant (branch 1). Ajv reports both branches;
+ * keep the one the client meant, told by which form's required field is present, so that a ChatRequest
+ * with a bad role is not answered "message: Field required". Undecided: the common fewest-errors rule.
+ */
+export function v1ChatValidationError (errors: FastifySchemaValidationError[], context: string): RequestValidationError {
+  const inBranch = (branch: number) => (error: FastifySchemaValidationError) => error.schemaPath.startsWith(`#/anyOf/${branch}/`)
+  const misses = (branch: number, field: string) => errors.some((error) => inBranch(branch)(error) &&
+    error.keyword === 'required' && error.instancePath === '' && error.params['missingProperty'] === field)
+  const chatMissing = misses(0, 'messages')
+  const simpleMissing = misses(1, 'message')
+  const meant = chatMissing === simpleMissing ? undefined : chatMissing ? 1 : 0
+  const kept = meant === undefined ? errors : errors.filter(inBranch(meant))
+  return new RequestValidationError(toValidationIssues(context, kept as never))
 }
 
 const chatRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -81,17 +92,16 @@ const chatRoutes: FastifyPluginAsyncTypebox = async (app) => {
       description: 'Takes a ChatRequest (optionally with model, temperature, max_tokens, tools) and answers an AgentResponse, ' +
         'or the simple variant {message, conversation_id} and answers {reply, conversation_id}. With `stream: true` it answers as /api/v1/chat/stream.',
       operationId: 'postApiV1Chat',
-      security: [{ bearerAuth: [] }],
       body: v1ChatBodySchema(models),
       response: { 200: { ...SseResponse, content: { 'application/json': { schema: { anyOf: [AgentResponse, SimpleChatResponse] } }, ...SseResponse.content } }, ...modelErrorResponses },
     },
+    schemaErrorFormatter: v1ChatValidationError,
   }, async (request, reply) => {
     const body = request.body
     if ('message' in body) return await answerSimple(app, request, reply, body)
     const run = runRequestFor(app, body, [])
     if (body.stream === true) {
-      const result = await answerStream(app, request, reply, run, textChunks)
-      if (result) logConversationAfterResponse(app, request, reply, { conversationId: request.id, messages: run.messages, result })
+      await answerStream(app, request, reply, run, textChunks)
       return reply
     }
     return await answerAgentJson(app, request, reply, run)
@@ -103,14 +113,12 @@ const chatRoutes: FastifyPluginAsyncTypebox = async (app) => {
       summary: 'Chat with the model as an SSE stream of text chunks',
       description: 'Each message is `data: <chunk>`; the stream ends with `data: [DONE]`, or `data: [ERROR] <text>` on failure.',
       operationId: 'postApiV1ChatStream',
-      security: [{ bearerAuth: [] }],
       body: chatRequestSchema(models),
       response: { 200: SseResponse, ...modelErrorResponses },
     },
   }, async (request, reply) => {
     const run = runRequestFor(app, request.body, [])
-    const result = await answerStream(app, request, reply, run, textChunks)
-    if (result) logConversationAfterResponse(app, request, reply, { conversationId: request.id, messages: run.messages, result })
+    await answerStream(app, request, reply, run, textChunks)
     return reply
   })
 }

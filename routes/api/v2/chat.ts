@@ -2,7 +2,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { parseImage } from '../../../lib/images.js'
 import type { ImageBlock } from '../../../lib/llm/types.js'
-import { answerStream, logConversationAfterResponse } from '../../../lib/respond.js'
+import { answerStream } from '../../../lib/respond.js'
 import { textChunks } from '../../../lib/stream-formats.js'
 import { RequestValidationError, type ValidationIssue } from '../../../lib/validation.js'
 import { AgentResponse, MAX_IMAGE_BYTES, MAX_IMAGE_CHARS, MAX_IMAGES, SseResponse, multimodalRequestSchema } from '../../../schemas/chat.js'
@@ -20,7 +20,6 @@ const v2ChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
       summary: 'Chat with images (base64 or data: URLs)',
       description: `Images (png, jpeg, gif, webp; at most ${MAX_IMAGES}, 5 MB each) attach to the last user message. Answers like /api/v1/chat.`,
       operationId: 'postApiV2Chat',
-      security: [{ bearerAuth: [] }],
       body: multimodalRequestSchema(app.config.models),
       response: { 200: { ...SseResponse, content: { 'application/json': { schema: AgentResponse }, ...SseResponse.content } }, ...modelErrorResponses },
     },
@@ -36,8 +35,7 @@ const v2ChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
     if (issues.length > 0) throw new RequestValidationError(issues)
     const run = runRequestFor(app, body, [], images)
     if (body.stream === true) {
-      const result = await answerStream(app, request, reply, run, textChunks)
-      if (result) logConversationAfterResponse(app, request, reply, { conversationId: request.id, messages: run.messages, result })
+      await answerStream(app, request, reply, run, textChunks)
       return reply
     }
     return await answerAgentJson(app, request, reply, run)

@@ -1,0 +1,99 @@
+// Bearer auth and caller identity (SPEC section 5, DECISIONS section 7).
+// Every route not marked `config: { open: true }` needs `Authorization: Bearer <one of API_KEYS>` when
+// keys are configured; empty API_KEYS turns auth off (one warning at startup). Keys are compared in
+// constant time on their SHA-256 digests, so neither content nor length leaks, and are never logged.
+import fp from 'fastify-plugin'
+import { createHash, timingSafeEqual } from 'node:crypto'
+import type { FastifyRequest } from 'fastify'
+import { HttpError } from '../lib/errors.js'
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Open route: no auth, no rate limit (health, readiness, metrics, docs). */
+    open?: boolean
+  }
+  interface FastifyRequest {
+    /**
+     * Who is calling, for rate limits and session ownership; never a raw key:
+     * `key:<sha256 prefix>` of a configured key (bearer, else X-API-Key), else `ip:<client ip>`.
+     */
+    identity: string
+  }
+}
+
+export const INVALID_API_KEY = 'Invalid API Key'
+
+/** Hex characters of the key's SHA-256 kept in an identity (64 bits: no collisions among configured keys). */
+const IDENTITY_HASH_LENGTH = 16
+
+const BEARER = /^Bearer +(\S+) *$/i
+
+const sha256 = (value: string): Buffer => createHash('sha256').update(value, 'utf8').digest()
+
+/** The identity of a caller holding `key`: a digest prefix, so the key itself never leaves this file. */
+export function keyIdentity (key: string): string {
+  return `key:${sha256(key).toString('hex').slice(0, IDENTITY_HASH_LENGTH)}`
+}
+
+/** The token of an `Authorization: Bearer <token>` header (scheme case-insensitive), else undefined. */
+export function bearerToken (header: string | undefined): string | undefined {
+  if (header === undefined) return undefined
+  return BEARER.exec(header)?.[1]
+}
+
+/** Whether a request reached a route marked open; unmatched requests (404) are answered as such. */
+export function isOpenRoute (request: FastifyRequest): boolean {
+  return request.is404 || request.routeOptions.config.open === true
+}
+
+/** A constant-time membership test over the configured keys' digests. */
+export function createKeyMatcher (keys: readonly string[]) {
+  const digests = keys.map(sha256)
+  return (candidate: string): boolean => {
+    const digest = sha256(candidate)
+    let found = false
+    // No early exit: every configured key is compared, whichever matches.
+    for (const known of digests) found = timingSafeEqual(digest, known) || found
+    return found
+  }
+}
+
+export default fp(async (app) => {
+  const { apiKeys } = app.config
+  const authOn = apiKeys.length > 0
+  const isKey = createKeyMatcher(apiKeys)
+  if (!authOn) app.log.warn('API_KEYS is empty: authentication is off, every route is open')
+
+  const unauthorized = () => new HttpError(401, INVALID_API_KEY, { 'www-authenticate': 'Bearer' })
+
+  app.decorateRequest('identity', '')
+
+  app.addHook('onRequest', async (request) => {
+    const bearer = authOn ? bearerToken(request.headers.authorization) : undefined
+    const bearerValid = bearer !== undefined && isKey(bearer)
+    if (bearerValid) {
+      request.identity = keyIdentity(bearer)
+    } else {
+      const headerKey = request.headers['x-api-key']
+      // An arbitrary X-API-Key must not buy a fresh quota: only a configured key names the caller.
+      request.identity = authOn && typeof headerKey === 'string' && isKey(headerKey)
+        ? keyIdentity(headerKey)
+        : `ip:${request.ip}`
+    }
+    if (authOn && !bearerValid && !isOpenRoute(request)) throw unauthorized()
+  })
+
+  // The OpenAPI document shows which operations need the bearer key (the scheme is in plugins/docs.ts).
+  if (authOn) {
+    app.addHook('onRoute', (route) => {
+      if (route.config?.open === true || route.schema?.hide === true) return
+      const schema = route.schema ?? {}
+      const response = schema.response as Record<string, unknown> | undefined
+      route.schema = {
+        ...schema,
+        security: [{ bearerAuth: [] }],
+        ...(response === undefined ? {} : { response: { 401: { $ref: 'DetailError' }, ...response } }),
+      }
+    })
+  }
+}, { name: 'auth', dependencies: ['config'], fastify: '5.x' })
