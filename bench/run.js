@@ -271,7 +271,7 @@ async function streamCompare (targets, fake, delayMs) {
       }
       out.push(run)
       log(`  ${s.name} K=${k} ${delayMs} ms: ${run.completedTotal}/${run.streamsTotal} complete, TTFT p50 ${r1(run.ttftP50)} ms p99 ${r1(run.ttftP99)} ms, ` +
-        `${Math.round(run.tokensPerSecond)} tokens/s, ${r1(run.cpuPerTokenUs * 100) / 100} µs CPU/token, peak RSS ${Math.round(run.peakRss / 1048576)} MB` +
+        `${Math.round(run.tokensPerSecond)} tokens/s, ${Math.round(run.cpuPerTokenUs * 100) / 100} µs CPU/token, peak RSS ${Math.round(run.peakRss / 1048576)} MB` +
         `${Object.keys(summary.errors).length ? ` errors ${JSON.stringify(summary.errors)}` : ''}${noise(run.foreignCpu)}`)
     }
   }
