@@ -94,7 +94,11 @@ export async function answerStream (
     let step = await events.next()
     while (step.done !== true) {
       const payload = format.event(step.value)
-      if (payload !== null) await sse.send(payload)
+      if (payload !== null) {
+        // Await only when the client is not keeping up (no extra microtask per token otherwise).
+        const drained = sse.trySend(payload)
+        if (drained !== undefined) await drained
+      }
       step = await events.next()
     }
     const result = step.value

@@ -31,6 +31,11 @@ export interface SseWriter {
    * Resolves when the data was accepted without exceeding the buffer, else after `'drain'` or close.
    */
   send (payload: string): Promise<void>
+  /**
+   * {@link SseWriter.send} without a promise in the common case: undefined when the data was accepted
+   * without exceeding the buffer (or the stream is closed), else a promise that resolves after `'drain'` or close.
+   */
+  trySend (payload: string): Promise<void> | undefined
   /** Ends the response normally; idempotent, safe in `finally`. Does not abort `signal`. */
   end (): void
   /**
@@ -89,12 +94,18 @@ export function frameSse (payload: string): string {
 
 const PING = ': ping\n\n'
 
+/** Lower-case names of {@link SSE_HEADERS}: same-named headers set earlier are replaced, not doubled. */
+const OWN_HEADERS: ReadonlySet<string> = new Set(Object.keys(SSE_HEADERS).map((name) => name.toLowerCase()))
+
 class SseStream implements SseWriter {
   readonly #res: ServerResponse
   readonly #controller = new AbortController()
   readonly #registry: SseRegistry | undefined
   readonly #formatError: ((message: string) => string) | undefined
+  readonly #heartbeatMs: number
   #timer: NodeJS.Timeout | undefined
+  /** performance.now() of the last write: the heartbeat checks it instead of being restarted by every write. */
+  #lastWrite = 0
   #drain: Promise<void> | undefined
   #closed = false
   #ended = false
@@ -106,7 +117,9 @@ class SseStream implements SseWriter {
     res.on('close', this.#onClose)
     // Errors surface as 'close'; a listener keeps them from being thrown as unhandled.
     res.on('error', this.#onClose)
+    this.#heartbeatMs = options.heartbeatMs
     if (options.heartbeatMs > 0) {
+      this.#lastWrite = performance.now()
       this.#timer = setTimeout(this.#heartbeat, options.heartbeatMs)
       this.#timer.unref()
     }
@@ -122,8 +135,12 @@ class SseStream implements SseWriter {
   }
 
   send (payload: string): Promise<void> {
-    if (this.#closed) return Promise.resolve()
-    if (this.#write(frameSse(payload))) return Promise.resolve()
+    return this.trySend(payload) ?? Promise.resolve()
+  }
+
+  trySend (payload: string): Promise<void> | undefined {
+    if (this.#closed) return undefined
+    if (this.#write(frameSse(payload))) return undefined
     return this.#waitDrain()
   }
 
@@ -146,7 +163,7 @@ class SseStream implements SseWriter {
   }
 
   #write (chunk: string): boolean {
-    this.#timer?.refresh()
+    if (this.#timer !== undefined) this.#lastWrite = performance.now()
     return this.#res.write(chunk)
   }
 
@@ -166,8 +183,16 @@ class SseStream implements SseWriter {
 
   readonly #heartbeat = (): void => {
     if (this.#closed || this.#timer === undefined) return
+    const idle = performance.now() - this.#lastWrite
+    if (idle < this.#heartbeatMs - 1) {
+      // Written meanwhile: the stream has been idle for `idle` ms only, wait for the rest.
+      this.#timer = setTimeout(this.#heartbeat, this.#heartbeatMs - idle)
+      this.#timer.unref()
+      return
+    }
     // While the client is not keeping up, a ping would only add to the buffer.
     if (this.#drain === undefined) this.#res.write(PING)
+    this.#lastWrite = performance.now()
     this.#timer.refresh()
   }
 
@@ -195,10 +220,9 @@ class SseStream implements SseWriter {
 export function openSseStream (request: FastifyRequest, reply: FastifyReply, options: SseStreamOptions): SseWriter {
   const res = reply.raw
   const headers: OutgoingHttpHeaders = {}
-  const own = new Set(Object.keys(SSE_HEADERS).map((name) => name.toLowerCase()))
   for (const [name, value] of Object.entries(reply.getHeaders())) {
     const lower = name.toLowerCase()
-    if (value === undefined || own.has(lower) || lower === 'content-length' || lower === 'transfer-encoding') continue
+    if (value === undefined || OWN_HEADERS.has(lower) || lower === 'content-length' || lower === 'transfer-encoding') continue
     headers[lower] = value
   }
   for (const [name, value] of Object.entries(SSE_HEADERS)) {

@@ -2,6 +2,7 @@
 import Anthropic from '@anthropic-ai/sdk'
 import { LLMServiceError } from '../errors.js'
 import { AbortError, isAbortError } from './abort.js'
+import { createNodeFetch } from './node-fetch.js'
 import { retryAfterSeconds, withRetry, type RetryInfo, type RetryPolicy } from './retry.js'
 import type {
   LLMProvider, ModelRequest, ModelResponse, ModelStreamEvent, TextBlock, ToolUseBlock, Usage,
@@ -39,6 +40,11 @@ export interface AnthropicProviderOptions {
    */
   timeoutSeconds: number
   logger?: LLMLogger
+  /**
+   * The HTTP transport under the SDK. Default: {@link createNodeFetch}, node:http(s) with keep-alive
+   * agents (several times cheaper per call than the global fetch); pass `globalThis.fetch` for undici.
+   */
+  fetch?: typeof globalThis.fetch
 }
 
 /** `temperature` is sent only on the legacy API version; the SDK 1.x types no longer declare it. */
@@ -198,8 +204,13 @@ class StreamAttempt {
   readonly #timeoutMs: number
   readonly #assembler: StreamAssembler
   #iterator: AsyncIterator<Anthropic.RawMessageStreamEvent> | undefined
+  /** The idle timer: one per attempt, restarted (refresh) rather than re-created for every event. */
   #timer: NodeJS.Timeout | undefined
+  /** True while we wait for upstream data: only then may the idle timer end the attempt. */
+  #waiting = false
   #timedOut = false
+  /** message_stop arrived: the upstream has said everything and only the end of the response is left. */
+  #complete = false
 
   constructor (signal: AbortSignal | undefined, timeoutMs: number, model: string) {
     this.#signal = signal
@@ -209,13 +220,16 @@ class StreamAttempt {
 
   /** Sends the request and waits for the response headers. */
   async open (client: Anthropic, params: CreateParams): Promise<void> {
-    this.#arm()
-    const signal = this.#signal === undefined ? this.#controller.signal : AbortSignal.any([this.#signal, this.#controller.signal])
-    const { data, request_id: requestId } = await this.#guard(
-      client.messages.create({ ...params, stream: true }, { signal, timeout: this.#timeoutMs, maxRetries: 0 }).withResponse())
-    this.requestId = requestId
-    this.#iterator = data[Symbol.asyncIterator]()
-    clearTimeout(this.#timer)
+    this.#wait()
+    try {
+      const signal = this.#signal === undefined ? this.#controller.signal : AbortSignal.any([this.#signal, this.#controller.signal])
+      const { data, request_id: requestId } = await this.#guard(
+        client.messages.create({ ...params, stream: true }, { signal, timeout: this.#timeoutMs, maxRetries: 0 }).withResponse())
+      this.requestId = requestId
+      this.#iterator = data[Symbol.asyncIterator]()
+    } finally {
+      this.#waiting = false
+    }
   }
 
   /**
@@ -225,33 +239,77 @@ class StreamAttempt {
   async next (): Promise<ModelStreamEvent> {
     const iterator = this.#iterator
     if (iterator === undefined) throw new Error('stream attempt not open')
-    this.#arm()
+    this.#wait()
     try {
       for (;;) {
-        const result = await this.#guard(iterator.next())
+        let result: IteratorResult<Anthropic.RawMessageStreamEvent>
+        try {
+          result = await iterator.next()
+        } catch (error) {
+          throw this.#stopReason() ?? error
+        }
         // The SDK ends its iterator quietly when the request is aborted: tell why it ended.
         if (result.done === true) throw this.#stopReason() ?? new IncompleteStreamError('Anthropic stream ended before message_stop')
         this.#timer?.refresh()
         const event = this.#assembler.apply(result.value, this.requestId)
-        if (event !== undefined) return event
+        if (event === undefined) continue
+        if (event.type === 'message') this.#complete = true
+        return event
       }
     } finally {
-      clearTimeout(this.#timer)
+      this.#waiting = false
     }
   }
 
-  /** Stops the attempt: clears the timer and aborts the upstream request if it is still open. */
+  /**
+   * Stops the attempt: clears the timer and aborts the upstream request if it is still open. After
+   * message_stop the rest of the response (its end) is read instead, in the background, so the
+   * connection stays reusable.
+   *
+   * The SDK's iterator must always be finished or closed: until it runs its cleanup, the SDK keeps
+   * the request's AbortController in a FinalizationRegistry whose target (the response body) stays
+   * reachable from that controller through the abort reason's stack, so nothing is ever collected.
+   */
   cancel (): void {
+    this.#waiting = false
     clearTimeout(this.#timer)
+    const iterator = this.#iterator
+    this.#iterator = undefined
+    if (iterator !== undefined && this.#complete && !this.#controller.signal.aborted) {
+      this.#finish(iterator).catch(() => {})
+      return
+    }
     this.#controller.abort()
+    iterator?.return?.().catch(() => {})
   }
 
-  #arm (): void {
-    clearTimeout(this.#timer)
-    this.#timer = setTimeout(() => {
-      this.#timedOut = true
+  /** Reads what follows message_stop (normally just the end of the response); aborts if more comes or it stalls. */
+  async #finish (iterator: AsyncIterator<Anthropic.RawMessageStreamEvent>): Promise<void> {
+    const timer = setTimeout(() => { this.#controller.abort() }, this.#timeoutMs)
+    timer.unref()
+    try {
+      for (let extra = 0; extra < 8; extra++) {
+        if ((await iterator.next()).done === true) return
+      }
       this.#controller.abort()
-    }, this.#timeoutMs)
+    } finally {
+      clearTimeout(timer)
+      await iterator.return?.()
+    }
+  }
+
+  /** We wait for upstream data from now on: the idle timer starts over. */
+  #wait (): void {
+    this.#waiting = true
+    if (this.#timer === undefined) this.#timer = setTimeout(this.#onIdle, this.#timeoutMs)
+    else this.#timer.refresh()
+  }
+
+  /** The idle timer fired: it ends the attempt only if we are still waiting (not while the caller holds an event). */
+  readonly #onIdle = (): void => {
+    if (!this.#waiting) return
+    this.#timedOut = true
+    this.#controller.abort()
   }
 
   async #guard<T> (promise: Promise<T>): Promise<T> {
@@ -284,8 +342,10 @@ export function createAnthropicProvider (options: AnthropicProviderOptions): LLM
     minSeconds: options.retryMinSeconds,
     maxSeconds: options.retryMaxSeconds,
   }
+  const transport = options.fetch === undefined ? createNodeFetch() : undefined
   const client = new Anthropic({
     apiKey: options.apiKey,
+    fetch: options.fetch ?? transport?.fetch,
     ...(options.baseURL === undefined ? {} : { baseURL: options.baseURL }),
     ...(options.apiVersion === undefined ? {} : { defaultHeaders: { 'anthropic-version': options.apiVersion } }),
     // Our withRetry retries instead: the SDK honours retry-after with no upper bound (DECISIONS section 8).
@@ -372,6 +432,8 @@ export function createAnthropicProvider (options: AnthropicProviderOptions): LLM
       }
     },
 
-    async close (): Promise<void> {},
+    async close (): Promise<void> {
+      transport?.close()
+    },
   }
 }

@@ -1,4 +1,6 @@
 // Anthropic provider through the real SDK over HTTP against the fake server: mapping, retries, streams, aborts.
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
 import { test } from 'tap'
 import { pino } from 'pino'
 import { LLMServiceError } from '../../lib/errors.js'
@@ -279,6 +281,30 @@ test('stream: a slow consumer does not trip the idle timeout', async (t) => {
   t.equal(fake.requests.length, 1, 'no retry')
 })
 
+test('a finished stream is read to its end, not aborted, and leaves nothing reachable behind', async (t) => {
+  setFlagsFromString('--expose-gc')
+  const gc = runInNewContext('gc') as () => void
+  for (const transport of ['node', 'global fetch'] as const) {
+    const { fake, provider } = await setup(t, transport === 'node' ? {} : { fetch: globalThis.fetch })
+    const signals: Array<WeakRef<AbortSignal>> = []
+    for (let i = 0; i < 10; i++) {
+      const controller = new AbortController()
+      signals.push(new WeakRef(controller.signal))
+      t.equal((await collect(provider.stream(request('hi', { signal: controller.signal })))).text, 'Echo: hi')
+    }
+    const last = await fake.settled(9)
+    t.ok(last.finished && !last.aborted, `${transport}: the upstream response was read to its end`)
+    const alive = (): number => signals.filter((ref) => ref.deref() !== undefined).length
+    for (let i = 0; i < 20 && alive() > 1; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 10))
+      gc()
+    }
+    // Before the fix the SDK kept every finished attempt, and the caller's signal with it, for ever.
+    // The latest exchange may still be referenced from its pooled connection.
+    t.ok(alive() <= 1, `${transport}: finished streams were collected (${alive()} of 10 still reachable)`)
+  }
+})
+
 test('abort mid-stream: AbortError, upstream request aborted within 1 s', async (t) => {
   const { fake, provider } = await setup(t)
   fake.enqueue({ kind: 'text', text: 'one two three four five', chunkDelayMs: 300 })
@@ -309,11 +335,12 @@ test('abort: during complete, during a retry wait, and before the call', async (
   const { fake, provider } = await setup(t, { retryMinSeconds: 5, retryMaxSeconds: 5 })
   fake.enqueue({ kind: 'hang' })
   const during = new AbortController()
-  setTimeout(() => { during.abort() }, 50)
+  // Abort once the request is upstream (a fixed delay could fire before it is sent on a loaded machine).
+  fake.waitForRequests(1).then(() => { during.abort() }, () => {})
   const started = Date.now()
   const error = await rejection(provider.complete(request('hi', { signal: during.signal })))
   t.ok(isAbortError(error))
-  t.ok(Date.now() - started < 500)
+  t.ok(Date.now() - started < 2000, 'not held by the hanging upstream')
   t.equal((await fake.settled(0)).aborted, true)
 
   fake.enqueue({ kind: 'error', status: 503, message: 'unavailable' })

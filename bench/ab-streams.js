@@ -1,0 +1,71 @@
+// `node bench/ab-streams.js <entryA> <entryB> [K] [delayMs] [rounds]`: CPU per token of two builds of the
+// service (dist/server.js of two commits; `path|--flag,--flag` adds node flags), measured in alternating rounds against one fake upstream, so
+// that background load falls on both alike. A helper for optimisation work; `npm run bench` is the benchmark.
+import { startChild, freePort, startMeter } from './lib/proc.js'
+import { burst, streamAgent, summarizeStreams } from './lib/streams.js'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const here = dirname(fileURLToPath(import.meta.url))
+const [entryA, entryB, kArg = '1000', delayArg = '10', roundsArg = '5'] = process.argv.slice(2)
+if (!entryA || !entryB) {
+  console.error('usage: node bench/ab-streams.js <entryA> <entryB> [K] [delayMs] [rounds]')
+  process.exit(2)
+}
+const k = Number(kArg)
+const children = []
+const fake = await startChild({ name: 'fake', script: join(here, 'servers/fake.js'), env: { FAKE_TOKENS: '50', FAKE_DELAY_MS: delayArg } })
+children.push(fake)
+const services = []
+for (const entry of [entryA, entryB]) {
+  const port = await freePort()
+  // `path|--flag,--flag` runs that build with node flags.
+  const [script, flags = ''] = entry.split('|')
+  const child = await startChild({
+    name: entry,
+    script,
+    nodeArgs: flags.split(',').filter(Boolean),
+    port,
+    healthPath: '/api/v1/health',
+    env: {
+      NODE_ENV: 'production',
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      LLM_PROVIDER: 'anthropic',
+      LLM_API_KEY: 'k',
+      LLM_BASE_URL: fake.url,
+      API_KEYS: 'bench-key',
+      RATE_LIMIT_PER_MINUTE: '100000000',
+      CHAT_RATE_LIMIT_PER_MINUTE: '100000000',
+      LOG_LEVEL: 'info',
+      MAX_CONCURRENT_REQUESTS: '100000',
+      MAX_QUEUE: '100000',
+      SHUTDOWN_GRACE_SECONDS: '1',
+    },
+  })
+  children.push(child)
+  services.push({ entry, child, agent: streamAgent(), perToken: [], ttft: [] })
+}
+const body = JSON.stringify({ messages: [{ role: 'user', content: 'Hello' }] })
+try {
+  for (const s of services) await burst({ port: s.child.port, path: '/api/v1/chat/stream', headers: { authorization: 'Bearer bench-key' }, body }, s.agent, k)
+  for (let round = 0; round < Number(roundsArg); round++) {
+    for (const s of services) {
+      const target = { port: s.child.port, path: '/api/v1/chat/stream', headers: { authorization: 'Bearer bench-key' }, body }
+      const meter = startMeter({ server: s.child.pid })
+      const { outcomes, wallMs } = await burst(target, s.agent, k)
+      const { procs } = meter.stop()
+      const summary = summarizeStreams(outcomes, wallMs)
+      s.perToken.push((procs.server.cpuSeconds * 1e6) / summary.tokens)
+      s.ttft.push(summary.ttftP50)
+    }
+  }
+  const median = (values) => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)]
+  for (const s of services) {
+    console.log(`${s.entry}: CPU µs/token median ${median(s.perToken).toFixed(2)} [${s.perToken.map((v) => v.toFixed(1)).join(', ')}], TTFT p50 median ${median(s.ttft).toFixed(1)} ms`)
+  }
+  console.log(`B/A = ${(median(services[1].perToken) / median(services[0].perToken)).toFixed(3)}`)
+} finally {
+  for (const s of services) s.agent.destroy()
+  await Promise.all(children.map((child) => child.stop()))
+}

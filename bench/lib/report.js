@@ -1,0 +1,113 @@
+// The markdown table (figures, ratios against the references, budget lines) and the budget verdicts.
+
+const fmt = (value, digits = 0) => {
+  if (value === undefined || value === null || Number.isNaN(value)) return '–'
+  return Number(value).toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })
+}
+const mb = (bytes) => fmt(bytes / 1048576, 0)
+const ratio = (a, b) => (a === undefined || b === undefined || !b ? NaN : a / b)
+
+/**
+ * @typedef {object} Row
+ * @property {string} scenario
+ * @property {string} metric
+ * @property {string} service
+ * @property {string} reference
+ * @property {number} [ratio]
+ * @property {string} [budget]
+ * @property {boolean} [met] undefined: no budget on this line
+ */
+
+/**
+ * Rows of the table and the budget lines from the raw results.
+ * @param {any} results
+ * @returns {{ rows: Row[], budget: Array<{ line: string, value: number, limit: string, met: boolean }> }}
+ */
+export function evaluate (results) {
+  /** @type {Row[]} */
+  const rows = []
+  const budget = []
+  const judge = (row, line, value, limit, met) => {
+    row.budget = limit
+    row.met = met
+    budget.push({ line, value, limit, met })
+  }
+
+  const health = results.health
+  if (health?.service && health?.bare) {
+    const { service: s, bare: b } = health
+    const r = { scenario: 'GET /api/v1/health', metric: 'req/s', service: fmt(s.rps), reference: `${fmt(b.rps)} (bare Fastify)`, ratio: ratio(s.rps, b.rps) }
+    judge(r, 'health req/s ≥ 0.8 × bare Fastify', r.ratio, '≥ 0.8', r.ratio >= 0.8)
+    rows.push(r)
+    rows.push({ scenario: 'GET /api/v1/health', metric: 'latency p50 / p99 ms', service: `${fmt(s.p50, 1)} / ${fmt(s.p99, 1)}`, reference: `${fmt(b.p50, 1)} / ${fmt(b.p99, 1)}` })
+    rows.push({ scenario: 'GET /api/v1/health', metric: 'server CPU µs/req (user)', service: `${fmt(s.cpuPerRequestUs, 1)} (${fmt(s.userPerRequestUs, 1)})`, reference: `${fmt(b.cpuPerRequestUs, 1)} (${fmt(b.userPerRequestUs, 1)})`, ratio: ratio(s.cpuPerRequestUs, b.cpuPerRequestUs) })
+    const q = health.serviceNoLog
+    if (q) rows.push({ scenario: 'GET /api/v1/health', metric: 'req/s · CPU µs/req, service with LOG_LEVEL=warn', service: `${fmt(q.rps)} · ${fmt(q.cpuPerRequestUs, 1)}`, reference: `${fmt(b.rps)} · ${fmt(b.cpuPerRequestUs, 1)}`, ratio: ratio(q.rps, b.rps) })
+    rows.push({ scenario: 'GET /api/v1/health', metric: 'peak RSS MB', service: mb(s.peakRss), reference: mb(b.peakRss) })
+  }
+
+  const chat = results.chat
+  if (chat?.service && chat?.naive) {
+    const { service: s, naive: n, fake: f } = chat
+    const r1 = { scenario: 'POST /api/v1/chat', metric: 'req/s', service: fmt(s.rps), reference: `${fmt(n.rps)} (naive proxy)`, ratio: ratio(s.rps, n.rps) }
+    judge(r1, 'chat req/s ≥ 1.0 × naive proxy', r1.ratio, '≥ 1.0', r1.ratio >= 1)
+    rows.push(r1)
+    const r2 = { scenario: 'POST /api/v1/chat', metric: 'server CPU µs/req (user)', service: `${fmt(s.cpuPerRequestUs, 1)} (${fmt(s.userPerRequestUs, 1)})`, reference: `${fmt(n.cpuPerRequestUs, 1)} (${fmt(n.userPerRequestUs, 1)})`, ratio: ratio(s.cpuPerRequestUs, n.cpuPerRequestUs) }
+    judge(r2, 'chat CPU/req ≤ 1.0 × naive proxy', r2.ratio, '≤ 1.0', r2.ratio <= 1)
+    rows.push(r2)
+    rows.push({ scenario: 'POST /api/v1/chat', metric: 'latency p50 / p99 ms', service: `${fmt(s.p50, 1)} / ${fmt(s.p99, 1)}`, reference: `${fmt(n.p50, 1)} / ${fmt(n.p99, 1)}` })
+    rows.push({ scenario: 'POST /api/v1/chat', metric: 'peak RSS MB', service: mb(s.peakRss), reference: mb(n.peakRss) })
+    if (f) rows.push({ scenario: 'POST /api/v1/chat', metric: 'req/s vs the fake called directly', service: fmt(s.rps), reference: `${fmt(f.rps)} (fake, ${fmt(f.cpuPerRequestUs, 1)} µs/req)`, ratio: ratio(s.rps, f.rps) })
+  }
+
+  const byKey = new Map()
+  for (const run of results.streams ?? []) byKey.set(`${run.delayMs}/${run.k}/${run.target}`, run)
+  const keys = [...new Set((results.streams ?? []).map((run) => `${run.delayMs}/${run.k}`))]
+  for (const key of keys) {
+    const s = byKey.get(`${key}/service`)
+    const n = byKey.get(`${key}/naive`)
+    if (!s) continue
+    const scenario = `stream K=${s.k}, ${s.delayMs} ms/token`
+    const rc = { scenario, metric: 'server CPU µs/token', service: fmt(s.cpuPerTokenUs, 2), reference: fmt(n?.cpuPerTokenUs, 2), ratio: ratio(s.cpuPerTokenUs, n?.cpuPerTokenUs) }
+    if (n) judge(rc, `${scenario}: CPU/token ≤ 0.8 × naive`, rc.ratio, '≤ 0.8', rc.ratio <= 0.8)
+    rows.push(rc)
+    const rt = { scenario, metric: 'TTFT p50 (p99) ms', service: `${fmt(s.ttftP50, 1)} (${fmt(s.ttftP99, 1)})`, reference: `${fmt(n?.ttftP50, 1)} (${fmt(n?.ttftP99, 1)})`, ratio: ratio(s.ttftP50, n?.ttftP50) }
+    if (n) judge(rt, `${scenario}: TTFT p50 ≤ 1.1 × naive`, rt.ratio, '≤ 1.1', rt.ratio <= 1.1)
+    rows.push(rt)
+    rows.push({ scenario, metric: 'tokens/s', service: fmt(s.tokensPerSecond), reference: fmt(n?.tokensPerSecond), ratio: ratio(s.tokensPerSecond, n?.tokensPerSecond) })
+    const rm = { scenario, metric: 'streams completed · peak RSS MB', service: `${s.completedTotal}/${s.streamsTotal} · ${mb(s.peakRss)}`, reference: n ? `${n.completedTotal}/${n.streamsTotal} · ${mb(n.peakRss)}` : '–', ratio: ratio(s.peakRss, n?.peakRss) }
+    if (s.k >= 5000) judge(rm, `${scenario}: all complete, peak RSS < 400 MB`, s.peakRss / 1048576, 'all, < 400 MB', s.completedTotal === s.streamsTotal && s.peakRss < 400 * 1048576)
+    else if (s.completedTotal !== s.streamsTotal) rm.met = false
+    rows.push(rm)
+  }
+
+  const soak = results.soak
+  if (soak) {
+    const r = {
+      scenario: `soak ${fmt(soak.seconds)} s (JSON + ${soak.streamsConcurrent} streams)`,
+      metric: 'RSS MB after warm-up → end',
+      service: `${mb(soak.rssAfterWarmup)} → ${mb(soak.rssAtEnd)} (peak ${mb(soak.peakRss)})`,
+      reference: `${fmt(soak.jsonRequests)} JSON req, ${fmt(soak.streamsCompleted)} streams, ${fmt(soak.failures)} failed`,
+      ratio: soak.growth + 1,
+    }
+    judge(r, 'soak: RSS grows < 5% after warm-up', soak.growth * 100, '< 1.05', soak.growth < 0.05)
+    rows.push(r)
+  }
+  return { rows, budget }
+}
+
+/**
+ * @param {Row[]} rows
+ * @returns {string}
+ */
+export function markdownTable (rows) {
+  const lines = [
+    '| Scenario | Metric | Service (all plugins) | Reference | Ratio | Budget | Result |',
+    '|---|---|---:|---:|---:|---|---|',
+  ]
+  for (const row of rows) {
+    const result = row.met === undefined ? '' : row.met ? 'met' : '**not met**'
+    lines.push(`| ${row.scenario} | ${row.metric} | ${row.service} | ${row.reference} | ${row.ratio === undefined || Number.isNaN(row.ratio) ? '' : fmt(row.ratio, 2)} | ${row.budget ?? ''} | ${result} |`)
+  }
+  return lines.join('\n')
+}

@@ -1,0 +1,439 @@
+// `npm run bench`: the service (built JavaScript, every plugin on) against a bare Fastify route, a naive
+// SDK proxy and the fake upstream itself; JSON load, concurrent streams, a soak. See bench/README.md.
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { cpus } from 'node:os'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { chooseLoadgen, runLoad } from './lib/loadgen.js'
+import { CLK_TCK, freePort, memory, startChild, startForeignMeter, startMeter } from './lib/proc.js'
+import { evaluate, markdownTable } from './lib/report.js'
+import { burst, openStream, streamAgent, summarizeStreams } from './lib/streams.js'
+
+const here = dirname(fileURLToPath(import.meta.url))
+const root = join(here, '..')
+const env = process.env
+const quick = env.BENCH_QUICK === '1'
+const list = (value, fallback) => (value ? value.split(',').map((item) => item.trim()).filter(Boolean) : fallback)
+
+const config = {
+  quick,
+  loadgen: chooseLoadgen(),
+  /** JSON scenarios: connections, warm-up and measured seconds. */
+  connections: Number(env.BENCH_CONNECTIONS ?? 100),
+  warmupSeconds: Number(env.BENCH_WARMUP_SECONDS ?? (quick ? 1 : 3)),
+  seconds: Number(env.BENCH_SECONDS ?? (quick ? 3 : 12)),
+  /** The measured seconds are split in this many interleaved rounds per target (noise falls on all alike). */
+  rounds: Number(env.BENCH_ROUNDS ?? (quick ? 1 : 3)),
+  /** Also measure the service's health route with request logging off (LOG_LEVEL=warn). */
+  ablation: env.BENCH_ABLATION !== '0',
+  /** Concurrent streams per burst, and the fake's wait between tokens (one upstream per value). */
+  streamCounts: list(env.BENCH_STREAMS, quick ? ['100', '1000'] : ['100', '1000', '5000']).map(Number),
+  tokenDelays: list(env.BENCH_TOKEN_DELAYS, ['0', '10']).map(Number),
+  tokensPerReply: Number(env.BENCH_TOKENS ?? 50),
+  /** A measurement runs back-to-back bursts of K until it has seen this many streams (enough CPU ticks for small K). */
+  minStreams: Number(env.BENCH_MIN_STREAMS ?? (quick ? 500 : 2000)),
+  /** Soak: mixed JSON (autocannon) and streams (kept open continuously), after a warm-up. */
+  soakWarmupSeconds: Number(env.BENCH_SOAK_WARMUP_SECONDS ?? (quick ? 5 : 30)),
+  soakSeconds: Number(env.BENCH_SOAK_SECONDS ?? (quick ? 15 : 300)),
+  soakStreams: Number(env.BENCH_SOAK_STREAMS ?? 200),
+  soakConnections: Number(env.BENCH_SOAK_CONNECTIONS ?? 16),
+  /** Scenarios to run: health, chat, streams, soak. */
+  only: list(env.BENCH_ONLY, ['health', 'chat', 'streams', 'soak']),
+  /** Write V8 CPU profiles of the service and the references (node --cpu-prof). */
+  profile: env.BENCH_PROFILE === '1',
+  /** Where the service's request log goes; /dev/null by default (it is still formatted and written). */
+  serviceLog: env.BENCH_SERVICE_LOG ?? '/dev/null',
+}
+
+const API_KEY = 'bench-key'
+const UPSTREAM_KEY = 'bench-upstream-key'
+const MODEL = 'claude-sonnet-5-5'
+const AUTH = { authorization: `Bearer ${API_KEY}` }
+const CHAT_BODY = JSON.stringify({ messages: [{ role: 'user', content: 'Hello, bench: say something.' }] })
+const FAKE_BODY = JSON.stringify({ model: MODEL, max_tokens: 4096, messages: [{ role: 'user', content: 'Hello, bench: say something.' }] })
+const JSON_HEADERS = { ...AUTH, 'content-type': 'application/json' }
+
+const stamp = new Date().toISOString().replace(/[:.]/g, '-')
+const resultsDir = join(here, 'results')
+const profileDir = join(resultsDir, `profiles-${stamp}`)
+mkdirSync(resultsDir, { recursive: true })
+
+const log = (...args) => { console.error(...args) }
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+const r1 = (n) => Math.round(n * 10) / 10
+
+/** @type {Array<{ stop: () => Promise<void> }>} */
+const running = []
+async function start (options) {
+  const child = await startChild(options)
+  running.push(child)
+  return child
+}
+async function stop (...children) {
+  await Promise.all(children.map(async (child) => {
+    const index = running.indexOf(child)
+    if (index !== -1) running.splice(index, 1)
+    await child.stop()
+  }))
+}
+/** Share of the machine that other processes used during a scenario (see README: noise). */
+const foreignMeter = () => startForeignMeter(() => running.map((child) => child.pid))
+const noise = (share) => (share > 0.05 ? ` [other processes used ${Math.round(share * 100)}% of the machine]` : '')
+
+const profileArgs = (name) => (config.profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}-${Date.now()}.cpuprofile`] : [])
+
+const startFake = (delayMs) => start({
+  name: `fake(${delayMs} ms)`,
+  script: join(here, 'servers/fake.js'),
+  env: { FAKE_TOKENS: String(config.tokensPerReply), FAKE_DELAY_MS: String(delayMs) },
+})
+const startHello = () => start({ name: 'bare-hello', script: join(here, 'servers/hello.js'), nodeArgs: profileArgs('hello') })
+const startNaive = (fake) => start({
+  name: 'naive-proxy',
+  script: join(here, 'servers/naive-proxy.js'),
+  nodeArgs: profileArgs('naive'),
+  env: { UPSTREAM_URL: fake.url, UPSTREAM_KEY, BENCH_MODEL: MODEL, ...(env.BENCH_NAIVE_FETCH ? { NAIVE_FETCH: env.BENCH_NAIVE_FETCH } : {}) },
+})
+async function startService (fake, overrides = {}) {
+  const port = await freePort()
+  return await start({
+    name: overrides.LOG_LEVEL ? `service(LOG_LEVEL=${overrides.LOG_LEVEL})` : 'service',
+    // BENCH_SERVICE_ENTRY: another build of the service (e.g. a baseline commit's dist/server.js) to compare.
+    script: env.BENCH_SERVICE_ENTRY ?? join(root, 'dist/server.js'),
+    nodeArgs: [...profileArgs('service'), ...list(env.BENCH_SERVICE_NODE_ARGS, [])],
+    port,
+    healthPath: '/api/v1/health',
+    logFile: config.serviceLog,
+    env: {
+      NODE_ENV: 'production',
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      LLM_PROVIDER: 'anthropic',
+      LLM_API_KEY: UPSTREAM_KEY,
+      LLM_BASE_URL: fake.url,
+      MODEL_NAME: MODEL,
+      // Every plugin on: auth with a key, rate limits too high to refuse, metrics, request logging at info.
+      API_KEYS: API_KEY,
+      RATE_LIMIT_PER_MINUTE: '100000000',
+      CHAT_RATE_LIMIT_PER_MINUTE: '100000000',
+      LOG_LEVEL: 'info',
+      // The concurrency limit (DECISIONS 9) would answer 503 beyond 10 + 100 calls: measure the code, not the policy.
+      MAX_CONCURRENT_REQUESTS: '100000',
+      MAX_QUEUE: '100000',
+      REDIS_URL: '',
+      SHUTDOWN_GRACE_SECONDS: '2',
+      ...overrides,
+    },
+  })
+}
+
+/** What the running service has on: probed from outside, so the report says what was measured. */
+async function probePlugins (service) {
+  const plugins = {}
+  try {
+    const health = await fetch(`${service.url}/api/v1/health`)
+    await health.arrayBuffer()
+    plugins.requestId = health.headers.has('x-request-id')
+    const anonymous = await fetch(`${service.url}/api/v1/chat`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: CHAT_BODY })
+    await anonymous.arrayBuffer()
+    plugins.auth = anonymous.status === 401
+    const authed = await fetch(`${service.url}/api/v1/chat`, { method: 'POST', headers: JSON_HEADERS, body: CHAT_BODY })
+    await authed.arrayBuffer()
+    plugins.chatStatus = authed.status
+    plugins.rateLimit = authed.headers.has('x-ratelimit-limit')
+    const metrics = await fetch(`${service.url}/metrics`)
+    const text = await metrics.text()
+    plugins.metrics = metrics.status === 200 && text.includes('agent_requests_total')
+  } catch (error) {
+    plugins.error = String(error)
+  }
+  return plugins
+}
+
+/**
+ * A JSON comparison: every target warmed up, then measured in interleaved rounds (A B C A B C ...), so
+ * that background load on a shared machine falls on all of them alike. Per target: requests and CPU
+ * summed over the rounds, latency percentiles the median of the rounds', peak RSS the highest.
+ * @param {string} title
+ * @param {Array<{ name: string, label: string, server: { pid: number }, load: object, extra?: Record<string, number> }>} targets
+ */
+async function jsonCompare (title, targets) {
+  log(title)
+  const rounds = Math.max(1, config.rounds)
+  const slice = Math.max(1, Math.round(config.seconds / rounds))
+  for (const target of targets) await runLoad(config.loadgen, { ...target.load, connections: config.connections, duration: config.warmupSeconds })
+  const parts = new Map(targets.map((target) => [target.name, []]))
+  for (let round = 0; round < rounds; round++) {
+    for (const target of targets) {
+      const foreign = foreignMeter()
+      const meter = startMeter({ server: target.server.pid, ...target.extra })
+      const result = await runLoad(config.loadgen, { ...target.load, connections: config.connections, duration: slice })
+      const { procs } = meter.stop()
+      parts.get(target.name).push({ result, procs, foreignCpu: foreign.stop() })
+    }
+  }
+  const median = (values) => {
+    const sorted = values.filter((v) => !Number.isNaN(v)).sort((a, b) => a - b)
+    return sorted.length === 0 ? NaN : /** @type {number} */ (sorted[Math.floor((sorted.length - 1) / 2)])
+  }
+  const sum = (values) => values.reduce((a, b) => a + b, 0)
+  const out = {}
+  for (const target of targets) {
+    const runs = parts.get(target.name)
+    const requests = sum(runs.map((r) => r.result.requests))
+    const seconds = sum(runs.map((r) => r.result.seconds))
+    const cpu = sum(runs.map((r) => r.procs.server.cpuSeconds))
+    const user = sum(runs.map((r) => r.procs.server.userSeconds))
+    const others = {}
+    for (const name of Object.keys(target.extra ?? {})) {
+      others[name] = { cpuPerRequestUs: (sum(runs.map((r) => r.procs[name].cpuSeconds)) * 1e6) / requests, peakRss: Math.max(...runs.map((r) => r.procs[name].peakRss)) }
+    }
+    const result = {
+      tool: config.loadgen,
+      rounds,
+      requests,
+      seconds,
+      rps: requests / seconds,
+      rpsRounds: runs.map((r) => Math.round(r.result.rps)),
+      p50: median(runs.map((r) => r.result.p50)),
+      p99: median(runs.map((r) => r.result.p99)),
+      errors: sum(runs.map((r) => r.result.errors)),
+      non2xx: sum(runs.map((r) => r.result.non2xx)),
+      cpuSeconds: cpu,
+      cpuPerRequestUs: (cpu * 1e6) / requests,
+      userPerRequestUs: (user * 1e6) / requests,
+      sysPerRequestUs: ((cpu - user) * 1e6) / requests,
+      peakRss: Math.max(...runs.map((r) => r.procs.server.peakRss)),
+      foreignCpu: sum(runs.map((r) => r.foreignCpu)) / runs.length,
+      others,
+    }
+    out[target.name] = result
+    log(`  ${target.label}: ${Math.round(result.rps)} req/s (rounds ${result.rpsRounds.join(', ')}), p50 ${result.p50} ms, p99 ${result.p99} ms, ` +
+      `${r1(result.cpuPerRequestUs)} µs CPU/req (user ${r1(result.userPerRequestUs)}), peak RSS ${Math.round(result.peakRss / 1048576)} MB` +
+      `${result.non2xx || result.errors ? `, ${result.non2xx} non-2xx, ${result.errors} errors` : ''}${noise(result.foreignCpu)}`)
+  }
+  return out
+}
+
+/**
+ * Concurrent streams on every target, per K: a burst that opens connections (not measured, but every
+ * stream must complete), then measured bursts alternating between the targets (A B A B ...), so that
+ * background load on a shared machine falls on all of them alike.
+ * @param {Array<{ name: string, server: { pid: number, port: number }, path: string }>} targets
+ * @param {{ pid: number }} fake
+ * @param {number} delayMs
+ */
+async function streamCompare (targets, fake, delayMs) {
+  const states = targets.map((t) => ({ ...t, target: { port: t.server.port, path: t.path, headers: AUTH, body: CHAT_BODY }, agent: streamAgent() }))
+  for (const s of states) await burst(s.target, s.agent, 100)
+  const out = []
+  for (const k of config.streamCounts) {
+    const bursts = Math.max(1, Math.ceil(config.minStreams / k))
+    for (const s of states) {
+      await s.agent.preconnect(s.server.port, k)
+      s.peakMeter = startMeter({ server: s.server.pid })
+      s.cold = await burst(s.target, s.agent, k)
+      Object.assign(s, { outcomes: [], wallMs: 0, cpu: 0, fakeCpu: 0, foreign: 0 })
+    }
+    for (let i = 0; i < bursts; i++) {
+      for (const s of states) {
+        const foreign = foreignMeter()
+        const meter = startMeter({ server: s.server.pid, fake: fake.pid }, { resetHwm: false })
+        const one = await burst(s.target, s.agent, k)
+        const { procs } = meter.stop()
+        s.cpu += procs.server.cpuSeconds
+        s.fakeCpu += procs.fake.cpuSeconds
+        s.foreign += foreign.stop() / bursts
+        s.outcomes.push(...one.outcomes)
+        s.wallMs += one.wallMs
+      }
+    }
+    for (const s of states) {
+      const whole = s.peakMeter.stop()
+      const summary = { ...summarizeStreams(s.outcomes, s.wallMs), bursts }
+      const coldSummary = summarizeStreams(s.cold.outcomes, s.cold.wallMs)
+      const run = {
+        target: s.name,
+        k,
+        delayMs,
+        ...summary,
+        cpuSeconds: s.cpu,
+        cpuPerTokenUs: (s.cpu * 1e6) / summary.tokens,
+        cpuPerStreamUs: (s.cpu * 1e6) / summary.streams,
+        fakeCpuPerTokenUs: (s.fakeCpu * 1e6) / summary.tokens,
+        // Peak over every burst of this K (the unmeasured one holds as many streams).
+        peakRss: whole.procs.server.peakRss,
+        cold: coldSummary,
+        foreignCpu: s.foreign,
+        // Every stream of every burst of this K, the unmeasured one included, must complete.
+        streamsTotal: summary.streams + coldSummary.streams,
+        completedTotal: summary.completed + coldSummary.completed,
+      }
+      out.push(run)
+      log(`  ${s.name} K=${k} ${delayMs} ms: ${run.completedTotal}/${run.streamsTotal} complete, TTFT p50 ${r1(run.ttftP50)} ms p99 ${r1(run.ttftP99)} ms, ` +
+        `${Math.round(run.tokensPerSecond)} tokens/s, ${Math.round(run.cpuPerTokenUs * 100) / 100} µs CPU/token, peak RSS ${Math.round(run.peakRss / 1048576)} MB` +
+        `${Object.keys(summary.errors).length ? ` errors ${JSON.stringify(summary.errors)}` : ''}${noise(run.foreignCpu)}`)
+    }
+  }
+  for (const s of states) s.agent.destroy()
+  return out
+}
+
+/** Mixed JSON and stream load on the service; RSS sampled every second. */
+async function soakScenario (service) {
+  const total = config.soakWarmupSeconds + config.soakSeconds
+  const window = Math.max(3, Math.min(30, Math.round(config.soakSeconds / 10)))
+  const target = { port: service.port, path: '/api/v1/chat/stream', headers: AUTH, body: CHAT_BODY }
+  const agent = streamAgent()
+  const t0 = performance.now()
+  const deadline = t0 + total * 1000
+  const samples = []
+  const sampler = setInterval(() => {
+    samples.push({ t: (performance.now() - t0) / 1000, rss: memory(service.pid).rss })
+  }, 1000)
+  let streamsCompleted = 0
+  let failures = 0
+  const loop = async () => {
+    while (performance.now() < deadline) {
+      const outcome = await openStream(target, agent)
+      if (outcome.ok) streamsCompleted++
+      else failures++
+    }
+  }
+  const meter = startMeter({ server: service.pid })
+  const foreign = foreignMeter()
+  const [json] = await Promise.all([
+    runLoad(config.loadgen, { url: `${service.url}/api/v1/chat`, method: 'POST', headers: JSON_HEADERS, body: CHAT_BODY, connections: config.soakConnections, duration: total }),
+    ...Array.from({ length: config.soakStreams }, loop),
+  ])
+  const { procs } = meter.stop()
+  const foreignCpu = foreign.stop()
+  clearInterval(sampler)
+  agent.destroy()
+  const median = (values) => {
+    const sorted = [...values].sort((a, b) => a - b)
+    return sorted.length === 0 ? NaN : /** @type {number} */ (sorted[Math.floor(sorted.length / 2)])
+  }
+  const w = config.soakWarmupSeconds
+  const rssAfterWarmup = median(samples.filter((s) => s.t >= w && s.t < w + window).map((s) => s.rss))
+  const rssAtEnd = median(samples.filter((s) => s.t >= total - window).map((s) => s.rss))
+  const soak = {
+    seconds: config.soakSeconds,
+    warmupSeconds: w,
+    windowSeconds: window,
+    streamsConcurrent: config.soakStreams,
+    jsonConnections: config.soakConnections,
+    jsonRequests: json.requests,
+    jsonRps: json.rps,
+    jsonNon2xx: json.non2xx,
+    streamsCompleted,
+    failures: failures + json.non2xx + json.errors,
+    cpuSeconds: procs.server.cpuSeconds,
+    peakRss: procs.server.peakRss,
+    rssAfterWarmup,
+    rssAtEnd,
+    growth: (rssAtEnd - rssAfterWarmup) / rssAfterWarmup,
+    foreignCpu,
+    samples: samples.map((s) => ({ t: Math.round(s.t), rssMB: r1(s.rss / 1048576) })),
+  }
+  log(`  soak: RSS ${Math.round(rssAfterWarmup / 1048576)} MB after warm-up → ${Math.round(rssAtEnd / 1048576)} MB at the end ` +
+    `(${r1(soak.growth * 100)}%), ${json.requests} JSON requests, ${streamsCompleted} streams, ${soak.failures} failures${noise(foreignCpu)}`)
+  return soak
+}
+
+async function main () {
+  const results = {
+    startedAt: new Date().toISOString(),
+    config,
+    machine: { node: process.version, cpus: cpus().length, cpuModel: cpus()[0]?.model, clkTck: CLK_TCK },
+  }
+  log(`bench: ${quick ? 'quick' : 'full'} run, load generator ${config.loadgen}, node ${process.version}, ${cpus().length} CPUs`)
+
+  for (const [index, delayMs] of config.tokenDelays.entries()) {
+    const fake = await startFake(delayMs)
+    const [service, naive] = await Promise.all([startService(fake), startNaive(fake)])
+    if (results.plugins === undefined) {
+      results.plugins = await probePlugins(service)
+      log(`service plugins seen from outside: ${JSON.stringify(results.plugins)}`)
+    }
+    if (index === 0) {
+      if (config.only.includes('health')) {
+        // The same service with request logging off (LOG_LEVEL=warn) shows what the log line costs.
+        const [hello, quiet] = await Promise.all([startHello(), startService(fake, { LOG_LEVEL: 'warn' })])
+        const load = (server) => ({ url: `${server.url}/api/v1/health`, headers: AUTH })
+        const health = await jsonCompare('GET /api/v1/health', [
+          { name: 'bare', label: 'bare Fastify hello', server: hello, load: load(hello) },
+          { name: 'service', label: 'service', server: service, load: load(service) },
+          ...(config.ablation ? [{ name: 'serviceNoLog', label: 'service, LOG_LEVEL=warn', server: quiet, load: load(quiet) }] : []),
+        ])
+        results.health = health
+        await stop(hello, quiet)
+      }
+      if (config.only.includes('chat')) {
+        const load = (server, path) => ({ url: `${server.url}${path}`, method: 'POST', headers: JSON_HEADERS, body: CHAT_BODY })
+        results.chat = await jsonCompare(`POST /api/v1/chat (fake upstream ${delayMs} ms)`, [
+          { name: 'service', label: 'service', server: service, load: load(service, '/api/v1/chat'), extra: { fake: fake.pid } },
+          { name: 'naive', label: 'naive proxy', server: naive, load: load(naive, '/api/v1/chat'), extra: { fake: fake.pid } },
+          {
+            name: 'fake',
+            label: 'fake directly',
+            server: fake,
+            load: {
+              url: `${fake.url}/v1/messages`,
+              method: 'POST',
+              headers: { 'content-type': 'application/json', 'x-api-key': UPSTREAM_KEY, 'anthropic-version': '2023-06-01' },
+              body: FAKE_BODY,
+            },
+          },
+        ])
+      }
+    }
+    if (config.only.includes('streams')) {
+      log(`streams (fake upstream ${delayMs} ms between tokens, ${config.tokensPerReply} tokens)`)
+      results.streams ??= []
+      results.streams.push(...await streamCompare([
+        { name: 'service', server: service, path: '/api/v1/chat/stream' },
+        { name: 'naive', server: naive, path: '/api/v1/chat/stream' },
+      ], fake, delayMs))
+    }
+    if (index === config.tokenDelays.length - 1 && config.only.includes('soak')) {
+      log(`soak: ${config.soakWarmupSeconds} s warm-up + ${config.soakSeconds} s, ${config.soakConnections} JSON connections + ` +
+        `${config.soakStreams} streams (fake ${delayMs} ms between tokens)`)
+      await sleep(500)
+      results.soak = { ...await soakScenario(service), delayMs }
+    }
+    await stop(service, naive, fake)
+  }
+
+  const { rows, budget } = evaluate(results)
+  const table = markdownTable(rows)
+  results.budget = budget
+  results.table = table
+  results.finishedAt = new Date().toISOString()
+  const file = join(resultsDir, `${stamp}${quick ? '-quick' : ''}.json`)
+  const met = budget.filter((line) => line.met).length
+  console.log(`\n## Bench ${quick ? '(BENCH_QUICK=1) ' : ''}${results.startedAt}, node ${process.version}, ${cpus().length} CPUs, ${config.loadgen}\n`)
+  console.log(`Service plugins: ${JSON.stringify(results.plugins ?? {})}\n`)
+  console.log(table)
+  const shares = [results.health?.bare, results.health?.service, results.chat?.service, results.chat?.naive, results.chat?.fake, ...(results.streams ?? []), results.soak]
+    .filter(Boolean).map((r) => r.foreignCpu ?? 0)
+  results.foreignCpuMax = Math.max(0, ...shares)
+  if (results.foreignCpuMax > 0.05) {
+    console.log(`\nNoise: other processes used up to ${Math.round(results.foreignCpuMax * 100)}% of the machine during a measurement; ` +
+      'throughput and latency ratios from this run are unreliable (CPU per request/token less so). Run again on a quiet machine.')
+  }
+  writeFileSync(file, JSON.stringify(results, null, 2) + '\n')
+  console.log(`\nBudget: ${met} of ${budget.length} lines met.${config.profile ? ` CPU profiles in ${profileDir}.` : ''}`)
+  console.log(`Raw results: ${file}`)
+}
+
+const shutdown = async () => { await Promise.allSettled(running.map((child) => child.stop())) }
+process.once('SIGINT', () => { shutdown().finally(() => process.exit(130)) })
+try {
+  await main()
+} catch (error) {
+  console.error(error)
+  process.exitCode = 1
+} finally {
+  await shutdown()
+}
