@@ -33,7 +33,8 @@ const config = {
   /** A measurement runs back-to-back bursts of K until it has seen this many streams (enough CPU ticks for small K). */
   minStreams: Number(env.BENCH_MIN_STREAMS ?? (quick ? 500 : 2000)),
   /** Soak: mixed JSON (autocannon) and streams (kept open continuously), after a warm-up. */
-  soakWarmupSeconds: Number(env.BENCH_SOAK_WARMUP_SECONDS ?? (quick ? 5 : 30)),
+  // 60 s: the first full V8 collections after the start burst, and the rate limiter's 60 s window filling up.
+  soakWarmupSeconds: Number(env.BENCH_SOAK_WARMUP_SECONDS ?? (quick ? 5 : 60)),
   soakSeconds: Number(env.BENCH_SOAK_SECONDS ?? (quick ? 15 : 300)),
   soakStreams: Number(env.BENCH_SOAK_STREAMS ?? 200),
   soakConnections: Number(env.BENCH_SOAK_CONNECTIONS ?? 16),
