@@ -15,7 +15,8 @@ try {
 const app = await buildApp({ config })
 installGracefulShutdown(app, config.SHUTDOWN_GRACE_SECONDS)
 try {
-  await app.listen({ host: config.HOST, port: config.PORT })
+  // A deeper accept queue than Node's 511: bursts of stream connections are this service's normal load.
+  await app.listen({ host: config.HOST, port: config.PORT, backlog: 4096 })
 } catch (error) {
   app.log.fatal({ err: error }, 'could not listen')
   process.exit(1)

@@ -32,8 +32,10 @@ const sha256 = (value: string): Buffer => createHash('sha256').update(value, 'ut
 
 /** The identity of a caller holding `key`: a digest prefix, so the key itself never leaves this file. */
 export function keyIdentity (key: string): string {
-  return `key:${sha256(key).toString('hex').slice(0, IDENTITY_HASH_LENGTH)}`
+  return identityOfDigest(sha256(key))
 }
+
+const identityOfDigest = (digest: Buffer): string => `key:${digest.toString('hex').slice(0, IDENTITY_HASH_LENGTH)}`
 
 /** The token of an `Authorization: Bearer <token>` header (scheme case-insensitive), else undefined. */
 export function bearerToken (header: string | undefined): string | undefined {
@@ -46,22 +48,25 @@ export function isOpenRoute (request: FastifyRequest): boolean {
   return request.is404 || request.routeOptions.config.open === true
 }
 
-/** A constant-time membership test over the configured keys' digests. */
+/**
+ * A constant-time membership test over the configured keys' digests: the caller's identity when the
+ * candidate is a configured key, else undefined (one hash per request, shared by both answers).
+ */
 export function createKeyMatcher (keys: readonly string[]) {
   const digests = keys.map(sha256)
-  return (candidate: string): boolean => {
+  return (candidate: string): string | undefined => {
     const digest = sha256(candidate)
     let found = false
     // No early exit: every configured key is compared, whichever matches.
     for (const known of digests) found = timingSafeEqual(digest, known) || found
-    return found
+    return found ? identityOfDigest(digest) : undefined
   }
 }
 
 export default fp(async (app) => {
   const { apiKeys } = app.config
   const authOn = apiKeys.length > 0
-  const isKey = createKeyMatcher(apiKeys)
+  const identityOfKey = createKeyMatcher(apiKeys)
   if (!authOn) app.log.warn('API_KEYS is empty: authentication is off, every route is open')
 
   const unauthorized = () => new HttpError(401, INVALID_API_KEY, { 'www-authenticate': 'Bearer' })
@@ -70,15 +75,15 @@ export default fp(async (app) => {
 
   app.addHook('onRequest', async (request) => {
     const bearer = authOn ? bearerToken(request.headers.authorization) : undefined
-    const bearerValid = bearer !== undefined && isKey(bearer)
+    const bearerIdentity = bearer === undefined ? undefined : identityOfKey(bearer)
+    const bearerValid = bearerIdentity !== undefined
     if (bearerValid) {
-      request.identity = keyIdentity(bearer)
+      request.identity = bearerIdentity
     } else {
       const headerKey = request.headers['x-api-key']
       // An arbitrary X-API-Key must not buy a fresh quota: only a configured key names the caller.
-      request.identity = authOn && typeof headerKey === 'string' && isKey(headerKey)
-        ? keyIdentity(headerKey)
-        : `ip:${request.ip}`
+      const headerIdentity = authOn && typeof headerKey === 'string' ? identityOfKey(headerKey) : undefined
+      request.identity = headerIdentity ?? `ip:${request.ip}`
     }
     if (authOn && !bearerValid && !isOpenRoute(request)) throw unauthorized()
   })
