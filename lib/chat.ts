@@ -29,15 +29,3 @@ export function toModelConversation (messages: readonly ApiMessage[], images: re
   }
   return { system: system || undefined, turns }
 }
-
-/** Text of the last user turn (the offline model echoes it; the conversation log records it). */
-export function lastUserText (turns: readonly ChatTurn[]): string {
-  for (let i = turns.length - 1; i >= 0; i--) {
-    const turn = turns[i]
-    if (turn?.role !== 'user') continue
-    if (typeof turn.content === 'string') return turn.content
-    const text = turn.content.filter((b) => b.type === 'text').map((b) => (b as { text: string }).text).join('')
-    if (text) return text
-  }
-  return ''
-}
