@@ -1,11 +1,25 @@
-// Lifecycle plugin: draining state for graceful shutdown, and the readiness checks behind /ready.
+// Lifecycle plugin: draining state for graceful shutdown, the readiness checks behind /ready, and the one
+// per-request 'close' listener that request logging and metrics share.
 import fp from 'fastify-plugin'
+import type { FastifyReply } from 'fastify'
+import type { ServerResponse } from 'node:http'
 
 export type ReadinessCheck = () => Promise<void>
+export type ResponseClosedListener = (reply: FastifyReply) => void
+
+/** The status a closed response ended with: 499 when the client left before any answer was sent. */
+export function finalStatus (reply: FastifyReply): number {
+  return reply.raw.headersSent ? reply.statusCode : 499
+}
+
+/** The reply of a response, read by the shared 'close' listener (no closure per request). */
+const kReply = Symbol('lifecycle reply')
+type TrackedResponse = ServerResponse & { [kReply]?: FastifyReply }
 
 function createLifecycle () {
   const checks = new Map<string, ReadinessCheck>()
   const forceClosers: Array<() => void> = []
+  const closedListeners: ResponseClosedListener[] = []
   const state = {
     draining: false,
     /** Requests whose response has not closed yet (streams included). */
@@ -13,6 +27,13 @@ function createLifecycle () {
     /** Registers what to do when the shutdown grace period is over (e.g. end open streams). */
     onForceClose (closer: () => void) { forceClosers.push(closer) },
     forceClose () { for (const closer of forceClosers) closer() },
+    /**
+     * Called once per request when its response closes: finished, failed, or abandoned by the client.
+     * 'close' rather than onResponse, because hijacked SSE replies skip Fastify's hooks but still close.
+     */
+    onResponseClosed (listener: ResponseClosedListener) { closedListeners.push(listener) },
+    /** Internal: runs the listeners of one closed response. */
+    responseClosed (reply: FastifyReply) { for (const listener of closedListeners) listener(reply) },
     /** Registers a dependency check; it throws when the dependency is down. */
     addCheck (name: string, check: ReadinessCheck) { checks.set(name, check) },
     /** Runs every check; returns each one's status and whether all passed. */
@@ -42,10 +63,18 @@ export default fp(async (app) => {
   const lifecycle = createLifecycle()
   app.decorate('lifecycle', lifecycle)
   // A callback hook and one shared listener: nothing allocated per request on this hot path.
-  const finished = () => { lifecycle.inFlight-- }
+  function closed (this: TrackedResponse) {
+    const reply = this[kReply]
+    if (reply === undefined) return
+    this[kReply] = undefined
+    lifecycle.inFlight--
+    lifecycle.responseClosed(reply)
+  }
   app.addHook('onRequest', (_request, reply, done) => {
     lifecycle.inFlight++
-    reply.raw.once('close', finished)
+    const res = reply.raw as TrackedResponse
+    res[kReply] = reply
+    res.once('close', closed)
     done()
   })
 }, { name: 'lifecycle', fastify: '5.x' })

@@ -2,12 +2,10 @@
 import fp from 'fastify-plugin'
 import type { FastifyRequest } from 'fastify'
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import { finalStatus } from './lifecycle.js'
 
 /** The `endpoint` label of every request that matched no route: one value, so random URLs add no series. */
 export const UNMATCHED_ENDPOINT = 'unmatched'
-
-/** Status label of a request whose client went away before any response header was written (nginx's 499). */
-export const CLIENT_CLOSED_STATUS = '499'
 
 /** Where `agent_active_sessions` comes from: the session store's `count()` (plugins/stores.ts). */
 export type ActiveSessionsSource = () => number | Promise<number>
@@ -163,15 +161,12 @@ export default fp(async (app) => {
   })
   app.decorate('metrics', metrics)
 
-  app.addHook('onRequest', async (request, reply) => {
-    // 'close' rather than onResponse: hijacked SSE replies skip Fastify's hooks but still close.
-    reply.raw.once('close', () => {
-      const status = reply.raw.headersSent ? String(reply.statusCode) : CLIENT_CLOSED_STATUS
-      metrics.observeRequest(request.method, endpointLabel(request), status, reply.elapsedTime / 1000)
-    })
+  app.lifecycle.onResponseClosed((reply) => {
+    const { request } = reply
+    metrics.observeRequest(request.method, endpointLabel(request), String(finalStatus(reply)), reply.elapsedTime / 1000)
   })
 
   app.addHook('onClose', async () => {
     metrics.registry.clear()
   })
-}, { name: 'metrics', fastify: '5.x' })
+}, { name: 'metrics', dependencies: ['lifecycle'], fastify: '5.x' })

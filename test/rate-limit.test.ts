@@ -10,6 +10,7 @@ import type { RateLimitStore } from '../lib/stores/types.js'
 import rateLimitPlugin, { chatRouteRateLimit, TOO_MANY_REQUESTS } from '../plugins/rate-limit.js'
 import configPlugin from '../plugins/config.js'
 import metricsPlugin from '../plugins/metrics.js'
+import lifecyclePlugin from '../plugins/lifecycle.js'
 import authPlugin from '../plugins/auth.js'
 import { loadConfig } from '../lib/config.js'
 import { TEST_ENV } from './helpers/app.js'
@@ -340,6 +341,7 @@ test('a store decorated as app.rateLimitStore by an earlier plugin (the Redis st
   const app = Fastify()
   t.teardown(() => app.close())
   await app.register(configPlugin, { config: loadConfig({ env: { ...TEST_ENV, RATE_LIMIT_PER_MINUTE: '1' }, dotenv: false }) })
+  await app.register(lifecyclePlugin)
   await app.register(metricsPlugin)
   await app.register(authPlugin)
   await app.register(fp(async (instance) => { instance.decorate('rateLimitStore', shared) }, { name: 'stores' }))
