@@ -3,12 +3,12 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Type, type Static } from 'typebox'
 import { assertAllowedContent } from '../lib/content-policy.js'
-import { AgentError, HttpError, LLMServiceError } from '../lib/errors.js'
+import { HttpError, LLMServiceError } from '../lib/errors.js'
 import type { AgentResult } from '../lib/agent/run.js'
-import type { ChatTurn } from '../lib/llm/types.js'
 import {
-  answerJson, answerStream, identityOf, newConversationId, publicErrorText, sessionStoreDown, type RunRequest,
+  answerJson, answerStream, newConversationId, publicErrorText, sessionStoreDown,
 } from '../lib/respond.js'
+import { runOverSession } from '../lib/session-run.js'
 import { sessionChunks } from '../lib/stream-formats.js'
 import { TOOL_NAMES } from '../lib/tools/registry.js'
 import { SessionChatRequest, SessionChatResponse, SseResponse } from '../schemas/chat.js'
@@ -25,37 +25,21 @@ const chatErrorResponses = {
   500: Type.Union([Type.Ref('InternalErrorBody'), Type.Ref('AgentErrorBody'), Type.Ref('DetailError')]),
 }
 
-/** Loads the session (creating its id when none was given) and builds the agent run over its memory. */
+/** Checks the message and loads the session (a new id when none was given) with all tools enabled. */
 async function prepare (app: FastifyInstance, request: FastifyRequest, body: Body) {
   assertAllowedContent(body.message, ['body', 'message'])
   const sessionId = body.session_id ?? newConversationId()
-  const owner = identityOf(request)
-  const record = await app.stores.sessions.get(owner, sessionId).catch(sessionStoreDown)
-  const userTurn: ChatTurn = { role: 'user', content: body.message }
-  const run: RunRequest = {
-    model: app.config.defaultModel,
-    messages: [...(record?.turns ?? []), userTurn],
-    maxTokens: app.config.MAX_TOKENS,
-    temperature: app.config.MODEL_TEMPERATURE,
-    enabledTools: TOOL_NAMES,
-  }
-  return { sessionId, owner, userTurn, run }
-}
-
-/** Stores the new turns, then trims the session to MEMORY_MAX_TOKENS. */
-async function remember (app: FastifyInstance, owner: string, sessionId: string, turns: ChatTurn[]) {
-  await app.stores.sessions.append(owner, sessionId, turns)
-  await app.stores.sessions.trim(owner, sessionId, app.config.MEMORY_MAX_TOKENS)
+  return { sessionId, ...await runOverSession(app, request, sessionId, body.message, TOOL_NAMES) }
 }
 
 async function answerSessionStream (app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, body: Body) {
-  const { sessionId, owner, userTurn, run } = await prepare(app, request, body)
+  const { sessionId, run, remember } = await prepare(app, request, body)
   reply.header('x-session-id', sessionId)
   // The session is saved before [DONE], so a client that continues the moment it reads [DONE] finds it.
   await answerStream(app, request, reply, run, sessionChunks, {
     conversationId: sessionId,
     beforeDone: async (finished) => {
-      await remember(app, owner, sessionId, [userTurn, ...finished.turns])
+      await remember(finished.turns)
         .catch((error: unknown) => request.log.error({ err: error }, 'session save failed during stream'))
     },
   })
@@ -76,17 +60,17 @@ const sessionChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }, async (request, reply) => {
     if (request.body.stream === true) return await answerSessionStream(app, request, reply, request.body)
     const started = performance.now()
-    const { sessionId, owner, userTurn, run } = await prepare(app, request, request.body)
+    const { sessionId, run, remember } = await prepare(app, request, request.body)
     let result: AgentResult
     try {
       result = await answerJson(app, request, reply, run, sessionId)
     } catch (error) {
-      // SPEC section 4.2: a failed /chat is 500 with the error text as detail (agent errors keep their own shape).
-      if (error instanceof AgentError || (error instanceof HttpError && error.statusCode !== 502)) throw error
-      if (error instanceof LLMServiceError || error instanceof HttpError) throw new HttpError(500, publicErrorText(error))
+      // SPEC section 4.2: a failed model call on /chat is 500 with the error text as detail; agent errors
+      // and our own HTTP errors (503 capacity, 499) keep their shapes.
+      if (error instanceof LLMServiceError) throw new HttpError(500, publicErrorText(error))
       throw error
     }
-    await remember(app, owner, sessionId, [userTurn, ...result.turns]).catch(sessionStoreDown)
+    await remember(result.turns).catch(sessionStoreDown)
     return {
       content: result.content,
       session_id: sessionId,

@@ -5,8 +5,9 @@ import { toModelConversation } from '../../../lib/chat.js'
 import { HttpError, LLMServiceError } from '../../../lib/errors.js'
 import type { ImageBlock } from '../../../lib/llm/types.js'
 import {
-  answerJson, answerStream, identityOf, newConversationId, sessionStoreDown, type RunRequest,
+  answerJson, answerStream, newConversationId, sessionStoreDown, type RunRequest,
 } from '../../../lib/respond.js'
+import { runOverSession } from '../../../lib/session-run.js'
 import { textChunks } from '../../../lib/stream-formats.js'
 import { RequestValidationError, toValidationIssues } from '../../../lib/validation.js'
 import {
@@ -49,20 +50,9 @@ export async function answerAgentJson (
 /** The simple variant: one message in, the reply and a conversation id out; the id continues the conversation. */
 async function answerSimple (app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, body: SimpleChatBody) {
   const conversationId = body.conversation_id ?? newConversationId()
-  const owner = identityOf(request)
-  const record = await app.stores.sessions.get(owner, conversationId).catch(sessionStoreDown)
-  const userTurn = { role: 'user' as const, content: body.message }
-  const run: RunRequest = {
-    model: app.config.defaultModel,
-    messages: [...(record?.turns ?? []), userTurn],
-    maxTokens: app.config.MAX_TOKENS,
-    temperature: app.config.MODEL_TEMPERATURE,
-    enabledTools: [],
-  }
+  const { run, remember } = await runOverSession(app, request, conversationId, body.message, [])
   const response = await answerAgentJson(app, request, reply, run, conversationId)
-  await app.stores.sessions.append(owner, conversationId, [userTurn, { role: 'assistant', content: response.content }])
-    .then(() => app.stores.sessions.trim(owner, conversationId, app.config.MEMORY_MAX_TOKENS))
-    .catch(sessionStoreDown)
+  await remember([{ role: 'assistant', content: response.content }]).catch(sessionStoreDown)
   return { reply: response.content, conversation_id: conversationId }
 }
 
