@@ -1,5 +1,6 @@
 // Test helper: reads an SSE fetch() Response with eventsource-parser, as any standard client would.
 import { createParser } from 'eventsource-parser'
+import type { Test } from 'tap'
 
 /** One parsed item of an SSE stream: a message's data, or a comment's text. */
 export type SseItem = { kind: 'event', data: string } | { kind: 'comment', text: string }
@@ -42,4 +43,12 @@ export async function readSse (response: Response): Promise<{ events: string[], 
     else comments++
   }
   return { events, comments }
+}
+
+/** The stream headers of DECISIONS section 6, spelled out (not read from SSE_HEADERS: this is the contract). */
+export function assertSseHeaders (t: Test, response: Response): void {
+  t.equal(response.headers.get('content-type'), 'text/event-stream; charset=utf-8')
+  t.equal(response.headers.get('cache-control'), 'no-cache')
+  t.equal(response.headers.get('x-accel-buffering'), 'no')
+  t.equal(response.headers.get('connection'), 'keep-alive')
 }
