@@ -60,9 +60,13 @@ function location (context: string, error: AjvError): Array<string | number> {
   return [context, ...path]
 }
 
-/** How far into the input an error points: the branch that got furthest is the one the client meant. */
+/**
+ * How far into the input an error points: the branch that got furthest is the one the client meant. A
+ * missing field counts half a level below its object: a value the client sent and got wrong outweighs a
+ * field it never sent (so `{message: ""}` is about `message`, not about a missing `messages`).
+ */
 function depth (error: AjvError): number {
-  return error.instancePath.split('/').length + (error.keyword === 'required' ? 1 : 0)
+  return error.instancePath.split('/').length + (error.keyword === 'required' ? 0.5 : 0)
 }
 
 /**

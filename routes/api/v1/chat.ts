@@ -1,6 +1,6 @@
 // POST /api/v1/chat (ChatRequest with AgentRequest fields, or the simple variant) and POST /api/v1/chat/stream.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { toModelConversation } from '../../../lib/chat.js'
 import { HttpError, LLMServiceError } from '../../../lib/errors.js'
 import type { ImageBlock } from '../../../lib/llm/types.js'
@@ -9,7 +9,6 @@ import {
 } from '../../../lib/respond.js'
 import { runOverSession } from '../../../lib/session-run.js'
 import { textChunks } from '../../../lib/stream-formats.js'
-import { RequestValidationError, toValidationIssues } from '../../../lib/validation.js'
 import {
   AgentResponse, SimpleChatResponse, SseResponse, chatRequestSchema, v1ChatBodySchema,
   type AgentResponseBody, type ChatRequestBody, type SimpleChatBody,
@@ -56,22 +55,6 @@ async function answerSimple (app: FastifyInstance, request: FastifyRequest, repl
   return { reply: response.content, conversation_id: conversationId }
 }
 
-/**
- * The v1 body is ChatRequest (branch 0) or the simple variant (branch 1). Ajv reports both branches;
- * keep the one the client meant, told by which form's required field is present, so that a ChatRequest
- * with a bad role is not answered "message: Field required". Undecided: the common fewest-errors rule.
- */
-export function v1ChatValidationError (errors: FastifySchemaValidationError[], context: string): RequestValidationError {
-  const inBranch = (branch: number) => (error: FastifySchemaValidationError) => error.schemaPath.startsWith(`#/anyOf/${branch}/`)
-  const misses = (branch: number, field: string) => errors.some((error) => inBranch(branch)(error) &&
-    error.keyword === 'required' && error.instancePath === '' && error.params['missingProperty'] === field)
-  const chatMissing = misses(0, 'messages')
-  const simpleMissing = misses(1, 'message')
-  const meant = chatMissing === simpleMissing ? undefined : chatMissing ? 1 : 0
-  const kept = meant === undefined ? errors : errors.filter(inBranch(meant))
-  return new RequestValidationError(toValidationIssues(context, kept as never))
-}
-
 const chatRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const models = app.config.models
 
@@ -85,7 +68,6 @@ const chatRoutes: FastifyPluginAsyncTypebox = async (app) => {
       body: v1ChatBodySchema(models),
       response: { 200: { ...SseResponse, content: { 'application/json': { schema: { anyOf: [AgentResponse, SimpleChatResponse] } }, ...SseResponse.content } }, ...modelErrorResponses },
     },
-    schemaErrorFormatter: v1ChatValidationError,
   }, async (request, reply) => {
     const body = request.body
     if ('message' in body) return await answerSimple(app, request, reply, body)
