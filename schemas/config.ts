@@ -9,7 +9,7 @@ const Seconds = (def: number, description: string) =>
 export const DEFAULT_MODELS = 'claude-sonnet-5-5,claude-opus-5-5,claude-haiku-5-5'
 
 export const EnvSchema = Type.Object({
-  LLM_PROVIDER: Type.Optional(Type.Union([Type.Literal('anthropic'), Type.Literal('offline')], {
+  LLM_PROVIDER: Type.Optional(Type.Union([Type.Literal('anthropic'), Type.Literal('openai'), Type.Literal('offline')], {
     description: 'Model provider; default anthropic when LLM_API_KEY is set, else offline',
   })),
   LLM_API_KEY: Type.Optional(Type.String({ description: 'Anthropic API key' })),
@@ -46,6 +46,18 @@ export const EnvSchema = Type.Object({
   PORT: Int(8000, 0, 'Listen port', 65_535),
   DEBUG: Type.Boolean({ default: false, description: 'Stack traces in unversioned 500 bodies' }),
   LOG_LEVEL: Type.String({ default: 'info', description: 'Log level: fatal, error, warn, info, debug, trace or silent (any case)' }),
+  REDIS_CLUSTER: Type.Boolean({ default: false, description: 'REDIS_URL is a comma list of Redis Cluster seed node URLs' }),
+  CONVERSATION_LOG_MAX_MB: Type.Number({ default: 16, exclusiveMinimum: 0, maximum: 65_536, description: 'Byte budget (MB) of the in-process conversation log' }),
+  MODELS_FILE: Type.Optional(Type.String({ description: 'JSON or YAML model routing file; when set, MODELS must be unset' })),
+  FALLBACK_MODELS: Type.String({ default: '', description: 'Comma list of models tried in order when a model fails before its first output' }),
+  MODEL_COOLDOWN_SECONDS: Type.Number({ default: 30, minimum: 0, maximum: 86_400, description: 'How long a failed model is skipped in favour of its fallbacks' }),
+  STREAM_RESUME_TTL_SECONDS: Int(600, 1, 'How long a resumable stream stays replayable after it ends'),
+  MCP_CONFIG_FILE: Type.Optional(Type.String({ description: 'MCP servers whose tools the agent may use ({"mcpServers": {...}})' })),
+  MCP_TOOL_TIMEOUT_SECONDS: Seconds(30, 'Per MCP tool call timeout'),
+  TOOL_RESULT_MAX_CHARS: Int(20_000, 100, 'A longer tool result is cut (and says so) before it reaches the model'),
+  PLAYGROUND: Type.Boolean({ default: true, description: 'Serve the chat page at /playground' }),
+  REQUEST_TIMEOUT_SECONDS: Seconds(30, 'A request whose headers and body have not fully arrived by then is cut'),
+  STREAM_STALL_SECONDS: Seconds(60, 'A stream whose client reads nothing for this long is closed'),
 })
 
 export type Env = Static<typeof EnvSchema>
