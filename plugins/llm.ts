@@ -5,7 +5,7 @@ import { withInstrumentation, type ModelCallRecorder } from '../lib/llm/instrume
 import { createLimiter, withLimiter, type Limiter } from '../lib/llm/limiter.js'
 import { createOfflineProvider } from '../lib/llm/offline.js'
 import type { LLMProvider } from '../lib/llm/types.js'
-import { findArithmeticExpression } from '../lib/tools/calculator.js'
+import { findArithmeticExpression } from '../lib/llm/arithmetic-in-text.js'
 
 export interface LLM {
   provider: LLMProvider
