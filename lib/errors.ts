@@ -39,3 +39,8 @@ export class HttpError extends Error {
     this.headers = headers
   }
 }
+
+/** Thrown when the configuration is invalid; the message is one line naming the variable (or file entry and field). */
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
