@@ -22,9 +22,13 @@ export interface FakeOpenAIUsage { prompt_tokens: number, completion_tokens: num
 export type FakeOpenAIScript =
   | { kind: 'text', text: string, reasoning?: string, chunkDelayMs?: number, delayMs?: number, finishReason?: string, usage?: Partial<FakeOpenAIUsage> }
   | {
-    kind: 'tool_calls', calls: FakeOpenAIToolCall[], text?: string, variant?: ToolCallVariant,
+    kind: 'tool_calls',
+    calls: FakeOpenAIToolCall[],
+    text?: string,
+    variant?: ToolCallVariant,
     /** The finish reason sent (`stop` with tool calls present is a known server quirk). Default `tool_calls`. */
-    finishReason?: string, usage?: Partial<FakeOpenAIUsage>,
+    finishReason?: string,
+    usage?: Partial<FakeOpenAIUsage>,
   }
   | { kind: 'error', status: number, message?: string, type?: string, retryAfter?: number | string, delayMs?: number }
   /** A 200 stream whose first event is an `error` object (no output before it). JSON mode: a 200 body `{error}`. */
