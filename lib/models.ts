@@ -65,16 +65,19 @@ function endpointOf (provider: ProviderKind, env: Env, defaultProvider: Provider
   return endpoint
 }
 
-/** Checks what a route needs to reach its provider: a key for anthropic, a key or a base URL for openai. */
-function checkRoute (route: ModelRoute, where: string, keyName: string, urlName: string, isDefault: boolean): void {
-  if (route.baseURL !== undefined && !URL.canParse(route.baseURL)) fail(`${where}: ${urlName} must be a URL (got ${JSON.stringify(route.baseURL)})`)
+/**
+ * Checks what a route needs to reach its provider: a key for anthropic, a key or a base URL for openai.
+ * `key` / `url` name where they come from; `isDefault` keeps the LLM_PROVIDER wording of DECISIONS 2.
+ */
+function checkRoute (route: ModelRoute, where: string, key: string, url: string, isDefault: boolean): void {
+  if (route.baseURL !== undefined && !URL.canParse(route.baseURL)) fail(`${where}: ${url} must be a URL (got ${JSON.stringify(route.baseURL)})`)
   if (route.provider === 'anthropic' && route.apiKey === undefined) {
-    fail(isDefault ? 'LLM_API_KEY is required when LLM_PROVIDER is anthropic' : `${where}: ${keyName} is required (provider anthropic)`)
+    fail(isDefault ? 'LLM_API_KEY is required when LLM_PROVIDER is anthropic' : `${where}: provider anthropic needs a key (${key})`)
   }
   if (route.provider === 'openai' && route.apiKey === undefined && route.baseURL === undefined) {
     fail(isDefault
       ? 'LLM_API_KEY is required when LLM_PROVIDER is openai, unless LLM_BASE_URL is set'
-      : `${where}: ${keyName} (or ${urlName}) is required (provider openai)`)
+      : `${where}: provider openai needs a key (${key}) or a base URL (${url})`)
   }
 }
 
@@ -108,10 +111,12 @@ function describeFileError (data: unknown): string {
     const entry = (data as { models?: unknown[] }).models?.[index]
     const name = typeof entry === 'object' && entry !== null && typeof (entry as { name?: unknown }).name === 'string' ? ` ("${(entry as { name: string }).name}")` : ''
     const field = extra ?? missing ?? parts.slice(2).join('.')
-    return `models[${index}]${name}: ${field === '' ? 'entry' : field} ${problem}`
+    const got = field === 'provider' && typeof entry === 'object' && entry !== null ? (entry as { provider?: unknown }).provider : undefined
+    const detail = got === undefined ? problem : `must be ${PROVIDERS.join(', ')} (got ${JSON.stringify(got)})`
+    return `models[${index}]${name}: ${field === '' ? 'entry' : field} ${detail}`
   }
-  const field = extra ?? missing ?? (parts.join('.') || 'file')
-  return `${field} ${problem}`
+  if (parts.length === 0 && extra === undefined && missing === undefined) return 'must be an object with a "models" list'
+  return `${extra ?? missing ?? parts.join('.')} ${problem}`
 }
 
 function fromFile (path: string, env: Env, vars: Record<string, string | undefined>, defaultProvider: ProviderKind): { routes: ModelRoute[], fileDefault?: string } {
@@ -134,8 +139,8 @@ function fromFile (path: string, env: Env, vars: Record<string, string | undefin
     }
     if (entry.max_tokens !== undefined) route.maxTokens = entry.max_tokens
     if (entry.provider !== 'offline') {
-      checkRoute(route, where, entry.api_key_env ?? `api_key_env (or ${endpoint?.keyVar ?? 'a key'})`,
-        entry.base_url !== undefined ? 'base_url' : `base_url (or ${endpoint?.urlVar ?? 'a URL'})`, false)
+      checkRoute(route, where, entry.api_key_env ?? `api_key_env or ${endpoint?.keyVar ?? ''}`,
+        entry.base_url !== undefined ? 'base_url' : endpoint?.urlVar ?? 'base_url', false)
     }
     return route
   })
