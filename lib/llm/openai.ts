@@ -256,7 +256,74 @@ class ChunkAssembler {
   }
 }
 
-type ChunkIterator = AsyncIterator<ChatCompletionChunk>
+/** One server-sent event: its `event:` name (if any) and its joined `data:` lines. */
+interface SseEvent { event: string | undefined, data: string }
+
+/**
+ * Reads server-sent events from a response body. The SDK's own stream reader costs several promises
+ * and generator hops per chunk; this is one loop over the bytes (the stream CPU budget of the bench).
+ */
+class SseReader {
+  readonly #iterator: AsyncIterator<Uint8Array>
+  readonly #decoder = new TextDecoder()
+  readonly #ready: SseEvent[] = []
+  #buffer = ''
+  #event: string | undefined
+  #data: string[] = []
+  #ended = false
+
+  constructor (body: AsyncIterable<Uint8Array>) {
+    this.#iterator = body[Symbol.asyncIterator]()
+  }
+
+  /** The next event, or undefined at the end of the body. */
+  async next (): Promise<SseEvent | undefined> {
+    for (;;) {
+      const ready = this.#ready.shift()
+      if (ready !== undefined) return ready
+      if (this.#ended) return undefined
+      const result = await this.#iterator.next()
+      if (result.done === true) {
+        this.#ended = true
+        this.#feed(`${this.#decoder.decode()}\n\n`)
+      } else {
+        this.#feed(this.#decoder.decode(result.value, { stream: true }))
+      }
+    }
+  }
+
+  /** Stops reading: the body's iterator closes (and with it the connection, if still open). */
+  close (): void {
+    this.#ended = true
+    this.#iterator.return?.().catch(() => {})
+  }
+
+  #feed (text: string): void {
+    let buffer = this.#buffer === '' ? text : this.#buffer + text
+    let start = 0
+    for (;;) {
+      const newline = buffer.indexOf('\n', start)
+      if (newline === -1) break
+      let line = buffer.slice(start, newline)
+      start = newline + 1
+      if (line.endsWith('\r')) line = line.slice(0, -1)
+      if (line === '') {
+        if (this.#data.length > 0) this.#ready.push({ event: this.#event, data: this.#data.join('\n') })
+        this.#event = undefined
+        this.#data = []
+        continue
+      }
+      if (line.startsWith(':')) continue
+      const colon = line.indexOf(':')
+      const field = colon === -1 ? line : line.slice(0, colon)
+      const value = colon === -1 ? '' : line.slice(line.charCodeAt(colon + 1) === 32 ? colon + 2 : colon + 1)
+      if (field === 'data') this.#data.push(value)
+      else if (field === 'event') this.#event = value
+    }
+    buffer = buffer.slice(start)
+    this.#buffer = buffer
+  }
+}
 
 /** One streamed attempt: its own abort controller, ended by the caller's signal or the idle timer. */
 class StreamAttempt {
@@ -265,10 +332,12 @@ class StreamAttempt {
   readonly #signal: AbortSignal | undefined
   readonly #timeoutMs: number
   readonly #assembler: ChunkAssembler
-  #iterator: ChunkIterator | undefined
+  #reader: SseReader | undefined
   #timer: NodeJS.Timeout | undefined
   #waiting = false
   #timedOut = false
+  /** The answer is complete (finish reason and end or [DONE]): only the end of the body may be left. */
+  #complete = false
 
   constructor (signal: AbortSignal | undefined, timeoutMs: number, model: string) {
     this.#signal = signal
@@ -280,11 +349,13 @@ class StreamAttempt {
     this.#wait()
     try {
       const signal = this.#signal === undefined ? this.#controller.signal : AbortSignal.any([this.#signal, this.#controller.signal])
-      const { data, request_id: requestId } = await this.#guard(client.chat.completions.create(
+      // The raw response (HTTP errors still throw the SDK's APIError); its body is read by SseReader.
+      const response = await this.#guard(client.chat.completions.create(
         { ...params, stream: true, stream_options: { include_usage: true } },
-        { signal, timeout: this.#timeoutMs, maxRetries: 0 }).withResponse())
-      this.requestId = requestId
-      this.#iterator = data[Symbol.asyncIterator]()
+        { signal, timeout: this.#timeoutMs, maxRetries: 0 }).asResponse())
+      this.requestId = response.headers.get('x-request-id')
+      if (response.body === null) throw new IncompleteStreamError('OpenAI API answered with no body')
+      this.#reader = new SseReader(response.body as unknown as AsyncIterable<Uint8Array>)
     } finally {
       this.#waiting = false
     }
@@ -292,26 +363,27 @@ class StreamAttempt {
 
   /** Reads chunks until one adds text (yielded) or the stream ends (the assembled message). */
   async next (): Promise<ModelStreamEvent> {
-    const iterator = this.#iterator
-    if (iterator === undefined) throw new Error('stream attempt not open')
+    const reader = this.#reader
+    if (reader === undefined) throw new Error('stream attempt not open')
     this.#wait()
     try {
       for (;;) {
-        let result: IteratorResult<ChatCompletionChunk>
+        let sse: SseEvent | undefined
         try {
-          result = await iterator.next()
+          sse = await reader.next()
         } catch (error) {
-          throw this.#stopReason() ?? streamFailure(error)
+          throw this.#stopReason() ?? error
         }
-        if (result.done === true) {
+        if (sse === undefined || sse.data === '[DONE]') {
           const stopped = this.#stopReason()
           if (stopped !== undefined) throw stopped
           if (this.#assembler.finish === null) throw new IncompleteStreamError('OpenAI stream ended before a finish reason')
-          this.#iterator = undefined
+          this.#complete = true
+          this.cancel()
           return { type: 'message', message: this.#assembler.message(this.requestId) }
         }
         this.#timer?.refresh()
-        const text = this.#assembler.apply(result.value)
+        const text = this.#assembler.apply(parseChunk(sse))
         if (text !== '') return { type: 'text', text }
       }
     } finally {
@@ -319,15 +391,38 @@ class StreamAttempt {
     }
   }
 
-  /** Stops the attempt: clears the timer, aborts the request if still open, closes the SDK iterator. */
+  /**
+   * Stops the attempt: clears the timer and aborts the request if it is still open. After a complete
+   * answer the rest of the body (normally just its end) is read instead, in the background, so the
+   * connection stays reusable.
+   */
   cancel (): void {
     this.#waiting = false
     clearTimeout(this.#timer)
-    const iterator = this.#iterator
-    this.#iterator = undefined
-    if (iterator === undefined) return
+    const reader = this.#reader
+    this.#reader = undefined
+    if (reader === undefined) return
+    if (this.#complete && !this.#controller.signal.aborted) {
+      this.#finish(reader).catch(() => { this.#controller.abort() })
+      return
+    }
     this.#controller.abort()
-    iterator.return?.().catch(() => {})
+    reader.close()
+  }
+
+  /** Reads what follows the answer (normally nothing but the end); aborts if more comes or it stalls. */
+  async #finish (reader: SseReader): Promise<void> {
+    const timer = setTimeout(() => { this.#controller.abort() }, this.#timeoutMs)
+    timer.unref()
+    try {
+      for (let extra = 0; extra < 8; extra++) {
+        if (await reader.next() === undefined) return
+      }
+      this.#controller.abort()
+    } finally {
+      clearTimeout(timer)
+      reader.close()
+    }
   }
 
   #wait (): void {
@@ -357,16 +452,22 @@ class StreamAttempt {
   }
 }
 
-/** What a failure while reading the stream means: an error object, a malformed chunk, or a cut connection. */
-function streamFailure (error: unknown): unknown {
-  if (error instanceof OpenAI.APIError && error.status === undefined && !(error instanceof OpenAI.APIConnectionError)) {
-    const body = isRecord(error.error) ? error.error : {}
-    const type = typeof body['type'] === 'string' ? body['type'] : typeof body['code'] === 'string' ? body['code'] : undefined
-    const message = typeof body['message'] === 'string' ? body['message'] : error.message
-    return new StreamErrorEvent(`OpenAI API stream error${type === undefined ? '' : ` ${type}`}: ${message}`, type, { cause: error })
+/** One event's chunk: an `error` object (or `event: error`) is a StreamErrorEvent; a chunk that is not JSON, an IncompleteStreamError. */
+function parseChunk (sse: SseEvent): ChatCompletionChunk {
+  let data: unknown
+  try {
+    data = JSON.parse(sse.data)
+  } catch (error) {
+    throw new IncompleteStreamError('OpenAI API sent a malformed stream chunk', { cause: error })
   }
-  if (error instanceof SyntaxError) return new IncompleteStreamError('OpenAI API sent a malformed stream chunk', { cause: error })
-  return error
+  const error = isRecord(data) ? data['error'] : undefined
+  if (sse.event === 'error' || error !== undefined) {
+    const body = isRecord(error) ? error : isRecord(data) ? data : {}
+    const type = typeof body['type'] === 'string' ? body['type'] : typeof body['code'] === 'string' ? body['code'] : undefined
+    const message = typeof body['message'] === 'string' ? body['message'] : JSON.stringify(error ?? data)
+    throw new StreamErrorEvent(`OpenAI API stream error${type === undefined ? '' : ` ${type}`}: ${message}`, type)
+  }
+  return data as ChatCompletionChunk
 }
 
 /**

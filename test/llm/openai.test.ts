@@ -122,6 +122,10 @@ test('stream: text word by word, usage from the last chunk with no choices, reas
   const { text, message } = await collect(provider.stream(request('hi')))
   t.same(text, ['Hello', ' there', ' world'])
   t.same(message, { model: MODEL, content: [{ type: 'text', text: 'Hello there world' }], stopReason: 'end_turn', usage: { input_tokens: 7, output_tokens: 4 }, requestId: 'req_oai_000001' })
+  for (let i = 0; i < 3; i++) await collect(provider.stream(request(`again ${i}`)))
+  await fake.settled(3)
+  t.equal(fake.connections, 1, 'finished streams leave their connection reusable (keep-alive)')
+  t.ok(fake.requests.every((r) => r.finished && !r.aborted), 'no stream was cut')
 })
 
 for (const variant of ['pieces', 'whole', 'args-first'] as ToolCallVariant[]) {
