@@ -54,7 +54,9 @@ function createRoutedProvider (app: FastifyInstance): LLMProvider {
       provider = createOpenAIProvider({ ...common, ...endpoint, ...(route.apiKey === undefined ? {} : { apiKey: route.apiKey }) })
     } else {
       provider = createOfflineProvider({ knowledgeKeys: app.knowledgeBase.keys(), findExpression: findArithmeticExpression })
-      app.log.info('offline models answer with the embedded offline model (no network)')
+      app.log.info(config.provider === 'offline'
+        ? 'LLM_PROVIDER=offline: answering with the embedded offline model (no network)'
+        : 'offline: models answer with the embedded offline model (no network)')
     }
     endpoints.set(key, provider)
     return provider

@@ -98,7 +98,7 @@ export function createModelRouter (options: ModelRouterOptions): ModelRouter {
   /** The models to try in order: the requested one and its fallbacks, minus those cooling down (unless all are). */
   const chainOf = (name: string): RouterModel[] => {
     const first = byName.get(name)
-    if (first === undefined) return [{ name, upstream: name, provider: options.defaultProvider, fallbacks: [] }]
+    if (first === undefined) return [{ name, upstream: name, provider: options.defaultProvider, fallbacks: [], reportsOwnName: true }]
     if (first.fallbacks.length === 0) return [first]
     const all = [first, ...first.fallbacks.flatMap((fallback) => byName.get(fallback) ?? [])]
     const at = now()
