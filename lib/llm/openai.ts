@@ -1,4 +1,5 @@
 // OpenAI-compatible provider: Chat Completions through the `openai` SDK, with our retry policy, timeouts and abort.
+import { randomBytes } from 'node:crypto'
 import OpenAI from 'openai'
 import type {
   ChatCompletion, ChatCompletionChunk, ChatCompletionContentPart, ChatCompletionCreateParamsNonStreaming,
@@ -105,6 +106,11 @@ export function toChatMessages (system: string | undefined, turns: readonly Chat
   return out
 }
 
+/** An id for a tool call the server sent without one: unique, so turns of a long conversation never share one. */
+function fallbackCallId (index: number): string {
+  return `call_${randomBytes(9).toString('base64url')}_${index}`
+}
+
 /** A tool call as it arrived (whole, or assembled from deltas), turned into a tool_use block. */
 function toolUse (call: { id?: string | undefined, name?: string | undefined, args?: string | undefined }, fallbackId: string): ToolUseBlock {
   const name = call.name ?? ''
@@ -155,7 +161,7 @@ function toResponse (completion: ChatCompletion, model: string, requestId: strin
   const calls = choice.message.tool_calls ?? []
   calls.forEach((call, index) => {
     const fn = call.type === 'function' ? call.function : undefined
-    content.push(toolUse({ id: call.id, name: fn?.name, args: fn?.arguments }, `call_${requestId ?? 'local'}_${index}`))
+    content.push(toolUse({ id: call.id, name: fn?.name, args: fn?.arguments }, fallbackCallId(index)))
   })
   const response: ModelResponse = {
     model: typeof completion.model === 'string' && completion.model !== '' ? completion.model : model,
@@ -249,7 +255,7 @@ class ChunkAssembler {
     const content: Array<TextBlock | ToolUseBlock> = []
     if (this.text !== '') content.push({ type: 'text', text: this.text })
     const calls = [...this.calls].sort(([a], [b]) => a - b)
-    for (const [index, call] of calls) content.push(toolUse(call, `call_${requestId ?? 'local'}_${index}`))
+    for (const [index, call] of calls) content.push(toolUse(call, fallbackCallId(index)))
     const response: ModelResponse = { model: this.model, content, stopReason: stopReason(this.finish, calls.length > 0), usage: { ...this.usage } }
     if (typeof requestId === 'string') response.requestId = requestId
     return response

@@ -162,6 +162,19 @@ test('stream: arguments that are not JSON become inputError, not a crash', async
   t.match(message?.content, [{ type: 'tool_use', id: 'call_q', name: 'calculate_expression', input: {}, inputError: /Invalid arguments for tool calculate_expression: not valid JSON/ }])
 })
 
+test('tool calls sent without an id get unique ones', async (t) => {
+  const { fake, provider } = await setup(t)
+  fake.enqueue(
+    { kind: 'tool_calls', variant: 'whole', calls: [{ name: 'calculate_expression', input: { expression: '1' }, id: '' }, { name: 'calculate_expression', input: { expression: '2' }, id: '' }] },
+    { kind: 'tool_calls', calls: [{ name: 'calculate_expression', input: { expression: '3' }, id: '' }] })
+  const streamed = (await collect(provider.stream(request('go', { tools: [calcTool] })))).message?.content ?? []
+  const whole = (await provider.complete(request('go', { tools: [calcTool] }))).content
+  const ids = [...streamed, ...whole].map((block) => (block.type === 'tool_use' ? block.id : ''))
+  t.equal(ids.length, 3)
+  t.ok(ids.every((id) => /^call_[A-Za-z0-9_-]+$/.test(id)), 'ids the Messages API accepts too')
+  t.equal(new Set(ids).size, 3, 'all different')
+})
+
 test('retries: 429 with retry-after then success; 500 then success; a 400 is not retried', async (t) => {
   const { fake, provider, logs } = await setup(t)
   fake.enqueue({ kind: 'error', status: 429, message: 'slow down', retryAfter: '0' }, { kind: 'text', text: 'ok' })
