@@ -1,4 +1,4 @@
-// OpenAI-compatible provider: Chat Completions through the `openai` SDK, with our retry policy, timeouts and abort.
+// OpenAI-compatible provider: Chat Completions through the `openai` SDK (streams read by our SSE reader), our retries, timeouts, abort.
 import { randomBytes } from 'node:crypto'
 import OpenAI from 'openai'
 import type {
@@ -68,7 +68,7 @@ function isRecord (value: unknown): value is Record<string, unknown> {
 }
 
 function isRetryable (error: unknown): boolean {
-  return error instanceof OpenAI.APIConnectionError && !(error instanceof OpenAI.APIUserAbortError) ? true : isRetryableError(error)
+  return (error instanceof OpenAI.APIConnectionError && !(error instanceof OpenAI.APIUserAbortError)) || isRetryableError(error)
 }
 
 /** Maps the Messages-API shaped turns onto Chat Completions messages. */
