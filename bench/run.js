@@ -38,8 +38,8 @@ const config = {
   soakSeconds: Number(env.BENCH_SOAK_SECONDS ?? (quick ? 15 : 300)),
   soakStreams: Number(env.BENCH_SOAK_STREAMS ?? 200),
   soakConnections: Number(env.BENCH_SOAK_CONNECTIONS ?? 16),
-  /** Scenarios to run: health, chat, streams, soak. */
-  only: list(env.BENCH_ONLY, ['health', 'chat', 'streams', 'soak']),
+  /** Scenarios to run: health, chat, streams, soak, openai (JSON and streams through the OpenAI provider). */
+  only: list(env.BENCH_ONLY, ['health', 'chat', 'streams', 'soak', 'openai']),
   /** Write V8 CPU profiles of the service and the references (node --cpu-prof). */
   profile: env.BENCH_PROFILE === '1',
   /** Where the service's request log goes; /dev/null by default (it is still formatted and written). */
@@ -49,6 +49,7 @@ const config = {
 const API_KEY = 'bench-key'
 const UPSTREAM_KEY = 'bench-upstream-key'
 const MODEL = 'claude-sonnet-5-5'
+const OPENAI_MODEL = 'bench-model'
 const AUTH = { authorization: `Bearer ${API_KEY}` }
 const CHAT_BODY = JSON.stringify({ messages: [{ role: 'user', content: 'Hello, bench: say something.' }] })
 const FAKE_BODY = JSON.stringify({ model: MODEL, max_tokens: 4096, messages: [{ role: 'user', content: 'Hello, bench: say something.' }] })
@@ -88,6 +89,25 @@ const startFake = (delayMs) => start({
   script: join(here, 'servers/fake.js'),
   env: { FAKE_TOKENS: String(config.tokensPerReply), FAKE_DELAY_MS: String(delayMs) },
 })
+const startFakeOpenAI = (delayMs) => start({
+  name: `fake-openai(${delayMs} ms)`,
+  script: join(here, 'servers/fake-openai.js'),
+  env: { FAKE_TOKENS: String(config.tokensPerReply), FAKE_DELAY_MS: String(delayMs) },
+})
+const startNaiveOpenAI = (fake) => start({
+  name: 'naive-openai-proxy',
+  script: join(here, 'servers/naive-openai-proxy.js'),
+  nodeArgs: profileArgs('naive-openai'),
+  env: { UPSTREAM_URL: `${fake.url}/v1`, UPSTREAM_KEY, BENCH_MODEL: OPENAI_MODEL },
+})
+/** The service on the OpenAI provider; a fallback model is configured but never taken (it must cost nothing). */
+const openaiServiceEnv = (fake) => ({
+  LLM_PROVIDER: 'openai',
+  LLM_BASE_URL: `${fake.url}/v1`,
+  MODEL_NAME: OPENAI_MODEL,
+  MODELS: `${OPENAI_MODEL},bench-backup`,
+  FALLBACK_MODELS: 'bench-backup',
+})
 const startHello = () => start({ name: 'bare-hello', script: join(here, 'servers/hello.js'), nodeArgs: profileArgs('hello') })
 const startNaive = (fake) => start({
   name: 'naive-proxy',
@@ -98,7 +118,7 @@ const startNaive = (fake) => start({
 async function startService (fake, overrides = {}) {
   const port = await freePort()
   return await start({
-    name: overrides.LOG_LEVEL ? `service(LOG_LEVEL=${overrides.LOG_LEVEL})` : 'service',
+    name: overrides.LOG_LEVEL ? `service(LOG_LEVEL=${overrides.LOG_LEVEL})` : overrides.LLM_PROVIDER ? `service(${overrides.LLM_PROVIDER})` : 'service',
     // BENCH_SERVICE_ENTRY: another build of the service (e.g. a baseline commit's dist/server.js) to compare.
     script: env.BENCH_SERVICE_ENTRY ?? join(root, 'dist/server.js'),
     nodeArgs: [...profileArgs('service'), ...list(env.BENCH_SERVICE_NODE_ARGS, [])],
@@ -404,6 +424,25 @@ async function main () {
       results.soak = { ...await soakScenario(service), delayMs }
     }
     await stop(service, naive, fake)
+
+    if (config.only.includes('openai')) {
+      const fakeOpenAI = await startFakeOpenAI(delayMs)
+      const [openaiService, openaiNaive] = await Promise.all([startService(fakeOpenAI, openaiServiceEnv(fakeOpenAI)), startNaiveOpenAI(fakeOpenAI)])
+      if (index === 0) {
+        const load = (server, path) => ({ url: `${server.url}${path}`, method: 'POST', headers: JSON_HEADERS, body: CHAT_BODY })
+        results.openaiChat = await jsonCompare(`POST /api/v1/chat, OpenAI provider (fake upstream ${delayMs} ms)`, [
+          { name: 'service', label: 'service', server: openaiService, load: load(openaiService, '/api/v1/chat'), extra: { fake: fakeOpenAI.pid } },
+          { name: 'naive', label: 'naive openai proxy', server: openaiNaive, load: load(openaiNaive, '/api/v1/chat'), extra: { fake: fakeOpenAI.pid } },
+        ])
+      }
+      log(`streams, OpenAI provider (fake upstream ${delayMs} ms between tokens, ${config.tokensPerReply} tokens)`)
+      results.openaiStreams ??= []
+      results.openaiStreams.push(...await streamCompare([
+        { name: 'service', server: openaiService, path: '/api/v1/chat/stream' },
+        { name: 'naive', server: openaiNaive, path: '/api/v1/chat/stream' },
+      ], fakeOpenAI, delayMs))
+      await stop(openaiService, openaiNaive, fakeOpenAI)
+    }
   }
 
   const { rows, budget } = evaluate(results)
@@ -416,7 +455,7 @@ async function main () {
   console.log(`\n## Bench ${quick ? '(BENCH_QUICK=1) ' : ''}${results.startedAt}, node ${process.version}, ${cpus().length} CPUs, ${config.loadgen}\n`)
   console.log(`Service plugins: ${JSON.stringify(results.plugins ?? {})}\n`)
   console.log(table)
-  const shares = [results.health?.bare, results.health?.service, results.chat?.service, results.chat?.naive, results.chat?.fake, ...(results.streams ?? []), results.soak]
+  const shares = [results.health?.bare, results.health?.service, results.chat?.service, results.chat?.naive, results.chat?.fake, results.openaiChat?.service, results.openaiChat?.naive, ...(results.streams ?? []), ...(results.openaiStreams ?? []), results.soak]
     .filter(Boolean).map((r) => r.foreignCpu ?? 0)
   results.foreignCpuMax = Math.max(0, ...shares)
   if (results.foreignCpuMax > 0.05) {

@@ -1,11 +1,10 @@
 // Loads and resolves the service configuration: env-schema validation, then derived settings.
 import { envSchema } from 'env-schema'
 import { EnvSchema, type Env } from '../schemas/config.js'
+import { ConfigError } from './errors.js'
+import { resolveModels } from './models.js'
 
-/** Thrown when the environment holds an invalid value; the message is one line naming the variable. */
-export class ConfigError extends Error {
-  override name = 'ConfigError'
-}
+export { ConfigError }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 type LogLevel = typeof LOG_LEVELS[number]
@@ -53,19 +52,19 @@ export function loadConfig (options: LoadConfigOptions = {}) {
     const issues = (error as { errors?: AjvIssue[] }).errors
     throw new ConfigError(issues ? describeIssue(issues[0], input) : String((error as Error).message))
   }
-  return resolveConfig(env)
+  return resolveConfig(env, source)
 }
 
-/** Turns validated variables into typed settings; throws ConfigError on inconsistent combinations. */
-export function resolveConfig (env: Env) {
+/**
+ * Turns validated variables into typed settings; throws ConfigError on inconsistent combinations.
+ * `vars` holds the variables a MODELS_FILE's `api_key_env` may name (the environment the config came from).
+ */
+export function resolveConfig (env: Env, vars: Record<string, string | undefined> = {}) {
   const logLevel = env.LOG_LEVEL.toLowerCase().replace(/^warning$/, 'warn')
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
     throw new ConfigError(`Invalid configuration: LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(env.LOG_LEVEL)})`)
   }
   const provider = env.LLM_PROVIDER ?? (env.LLM_API_KEY ? 'anthropic' : 'offline')
-  if (provider === 'anthropic' && !env.LLM_API_KEY) {
-    throw new ConfigError('Invalid configuration: LLM_API_KEY is required when LLM_PROVIDER is anthropic')
-  }
   if (env.LLM_RETRY_MIN_SECONDS > env.LLM_RETRY_MAX_SECONDS) {
     throw new ConfigError('Invalid configuration: LLM_RETRY_MIN_SECONDS must not exceed LLM_RETRY_MAX_SECONDS')
   }
@@ -76,15 +75,15 @@ export function resolveConfig (env: Env) {
     throw new ConfigError('Invalid configuration: REDIS_URL must start with redis:// or rediss://')
   }
   const corsOrigins = splitList(env.CORS_ORIGINS)
-  const defaultModel = env.MODEL_NAME ?? env.DEFAULT_MODEL ?? splitList(env.MODELS)[0] ?? 'offline'
-  // The default model is always allowed, even when MODELS does not list it.
-  const models = [...new Set([defaultModel, ...splitList(env.MODELS)])]
+  // Client-visible names (`provider:` prefixes dropped), the default first; one route per name (DECISIONS 14).
+  const { defaultModel, models, routes: modelRoutes } = resolveModels(env, provider, vars)
   return {
     ...env,
     LOG_LEVEL: logLevel as LogLevel,
     provider,
     defaultModel,
     models,
+    modelRoutes,
     apiKeys: splitList(env.API_KEYS),
     corsOrigins,
     corsAnyOrigin: corsOrigins.includes('*'),

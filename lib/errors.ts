@@ -34,3 +34,8 @@ export class HttpError extends Error {
 export function sessionStoreDown (error: unknown): never {
   throw new HttpError(503, 'Session store unavailable, please retry later', { 'retry-after': '1' }, { cause: error })
 }
+
+/** Thrown when the configuration is invalid; the message is one line naming the variable (or file entry and field). */
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}

@@ -17,6 +17,7 @@ export default fp(async (app) => {
       tags: [
         { name: 'chat', description: 'Chat with the model' },
         { name: 'agent', description: 'Agent mode with tools' },
+        { name: 'models', description: 'Models a request may name' },
         { name: 'sessions', description: 'Conversation memory' },
         { name: 'ops', description: 'Health, readiness and metrics' },
       ],

@@ -1,15 +1,21 @@
-// LLM plugin: the provider chosen by LLM_PROVIDER, behind the concurrency limit and queue (DECISIONS 3, 9).
+// LLM plugin: a provider per model (the router, DECISIONS 14), behind the concurrency limit and queue (DECISIONS 3, 9).
 import fp from 'fastify-plugin'
+import type { FastifyInstance } from 'fastify'
+import type { ModelRoute } from '../lib/models.js'
 import { createAnthropicProvider } from '../lib/llm/anthropic.js'
 import { withInstrumentation, type ModelCallRecorder } from '../lib/llm/instrumented.js'
 import { createLimiter, withLimiter, type Limiter } from '../lib/llm/limiter.js'
 import { createOfflineProvider } from '../lib/llm/offline.js'
+import { createOpenAIProvider } from '../lib/llm/openai.js'
+import { createModelRouter, type RouterModel } from '../lib/llm/router.js'
 import type { LLMProvider } from '../lib/llm/types.js'
 import { findArithmeticExpression } from '../lib/llm/arithmetic-in-text.js'
 
 export interface LLM {
   provider: LLMProvider
   limiter: Limiter
+  /** Max output tokens of a request to `model` that names none: its MODELS_FILE `max_tokens`, else MAX_TOKENS. */
+  defaultMaxTokens: (model: string) => number
 }
 
 declare module 'fastify' {
@@ -21,26 +27,64 @@ export interface LLMPluginOptions {
   provider?: LLMProvider
 }
 
+/** One provider per endpoint (kind, URL, key), shared by the models that use it; the router over them all. */
+function createRoutedProvider (app: FastifyInstance): LLMProvider {
+  const config = app.config
+  const endpoints = new Map<string, LLMProvider>()
+  const common = {
+    maxAttempts: config.LLM_MAX_ATTEMPTS,
+    retryMinSeconds: config.LLM_RETRY_MIN_SECONDS,
+    retryMaxSeconds: config.LLM_RETRY_MAX_SECONDS,
+    timeoutSeconds: config.LLM_TIMEOUT_SECONDS,
+    logger: app.log,
+  }
+  const providerOf = (route: ModelRoute): LLMProvider => {
+    const key = route.provider === 'offline' ? 'offline' : `${route.provider} ${route.baseURL ?? ''} ${route.apiKey ?? ''}`
+    let provider = endpoints.get(key)
+    if (provider !== undefined) return provider
+    const endpoint = { ...(route.baseURL === undefined ? {} : { baseURL: route.baseURL }) }
+    if (route.provider === 'anthropic') {
+      provider = createAnthropicProvider({
+        ...common,
+        ...endpoint,
+        apiKey: route.apiKey ?? '',
+        ...(config.LLM_API_VERSION ? { apiVersion: config.LLM_API_VERSION } : {}),
+      })
+    } else if (route.provider === 'openai') {
+      provider = createOpenAIProvider({ ...common, ...endpoint, ...(route.apiKey === undefined ? {} : { apiKey: route.apiKey }) })
+    } else {
+      provider = createOfflineProvider({ knowledgeKeys: app.knowledgeBase.keys(), findExpression: findArithmeticExpression })
+      app.log.info(config.provider === 'offline'
+        ? 'LLM_PROVIDER=offline: answering with the embedded offline model (no network)'
+        : 'offline: models answer with the embedded offline model (no network)')
+    }
+    endpoints.set(key, provider)
+    return provider
+  }
+  const models: RouterModel[] = config.modelRoutes.map((route) => ({
+    name: route.name,
+    upstream: route.model,
+    provider: providerOf(route),
+    fallbacks: route.fallbacks,
+    reportsOwnName: route.provider === 'offline',
+  }))
+  const defaultRoute = config.modelRoutes.find((route) => route.name === config.defaultModel)
+  const { llmFallbacks } = app.metrics
+  return createModelRouter({
+    models,
+    defaultProvider: defaultRoute === undefined ? createOfflineProvider() : providerOf(defaultRoute),
+    cooldownSeconds: config.MODEL_COOLDOWN_SECONDS,
+    onFallback: ({ from, to, reason }) => {
+      llmFallbacks.inc({ from, to })
+      if (reason === 'cooldown') app.log.info({ from, to, reason }, `model ${from} is cooling down after a failure; ${to} answers`)
+      else app.log.warn({ from, to, reason }, `model ${from} failed before any output; falling back to ${to}`)
+    },
+  })
+}
+
 export default fp<LLMPluginOptions>(async (app, options) => {
   const config = app.config
-  let base: LLMProvider
-  if (options.provider) {
-    base = options.provider
-  } else if (config.provider === 'anthropic') {
-    base = createAnthropicProvider({
-      apiKey: config.LLM_API_KEY ?? '',
-      ...(config.LLM_BASE_URL ? { baseURL: config.LLM_BASE_URL } : {}),
-      ...(config.LLM_API_VERSION ? { apiVersion: config.LLM_API_VERSION } : {}),
-      maxAttempts: config.LLM_MAX_ATTEMPTS,
-      retryMinSeconds: config.LLM_RETRY_MIN_SECONDS,
-      retryMaxSeconds: config.LLM_RETRY_MAX_SECONDS,
-      timeoutSeconds: config.LLM_TIMEOUT_SECONDS,
-      logger: app.log,
-    })
-  } else {
-    base = createOfflineProvider({ knowledgeKeys: app.knowledgeBase.keys(), findExpression: findArithmeticExpression })
-    app.log.info('LLM_PROVIDER=offline: answering with the embedded offline model (no network)')
-  }
+  const base = options.provider ?? createRoutedProvider(app)
   const { llmRequestDuration, llmTokens, llmTimeToFirstToken } = app.metrics
   const recorder: ModelCallRecorder = {
     call: (model, outcome, seconds) => llmRequestDuration.observe({ model, outcome }, seconds),
@@ -51,7 +95,12 @@ export default fp<LLMPluginOptions>(async (app, options) => {
     firstToken: (model, seconds) => llmTimeToFirstToken.observe({ model }, seconds),
   }
   const limiter = createLimiter({ maxConcurrent: config.MAX_CONCURRENT_REQUESTS, maxQueue: config.MAX_QUEUE })
-  // The limiter outside the measurement: queue time is not model-call time.
-  app.decorate('llm', { provider: withLimiter(withInstrumentation(base, recorder), limiter), limiter })
+  const maxTokens = new Map(config.modelRoutes.flatMap((route) => (route.maxTokens === undefined ? [] : [[route.name, route.maxTokens] as const])))
+  app.decorate('llm', {
+    // The limiter outside the measurement: queue time is not model-call time.
+    provider: withLimiter(withInstrumentation(base, recorder), limiter),
+    limiter,
+    defaultMaxTokens: (model: string) => maxTokens.get(model) ?? config.MAX_TOKENS,
+  })
   app.addHook('onClose', async () => { await base.close() })
 }, { name: 'llm', dependencies: ['config', 'tools', 'metrics'], fastify: '5.x' })

@@ -88,6 +88,12 @@ export function createMetrics (options: CreateMetricsOptions = {}) {
     buckets: TTFT_BUCKETS,
     registers,
   })
+  const llmFallbacks = new Counter({
+    name: 'agent_llm_fallbacks_total',
+    help: 'Model calls moved to a fallback model (a failure before any output, or a model cooling down), by model names',
+    labelNames: ['from', 'to'] as const,
+    registers,
+  })
   const toolCalls = new Counter({
     name: 'agent_tool_calls_total',
     help: 'Agent tool calls by tool and outcome',
@@ -114,6 +120,7 @@ export function createMetrics (options: CreateMetricsOptions = {}) {
     llmTokens,
     llmRequestDuration,
     llmTimeToFirstToken,
+    llmFallbacks,
     toolCalls,
     rateLimited,
     rateLimitStoreErrors,

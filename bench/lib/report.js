@@ -18,6 +18,47 @@ const ratio = (a, b) => (a === undefined || b === undefined || !b ? NaN : a / b)
  * @property {boolean} [met] undefined: no budget on this line
  */
 
+/** Rows and budget lines of a JSON chat comparison; `provider` tags the scenario (`''` or ` (openai)`). */
+function chatRows (rows, judge, chat, provider) {
+  const scenario = `POST /api/v1/chat${provider}`
+  if (chat?.service && chat?.naive) {
+    const { service: s, naive: n, fake: f } = chat
+    const r1 = { scenario, metric: 'req/s', service: fmt(s.rps), reference: `${fmt(n.rps)} (naive proxy)`, ratio: ratio(s.rps, n.rps) }
+    judge(r1, `chat${provider} req/s ≥ 1.0 × naive proxy`, r1.ratio, '≥ 1.0', r1.ratio >= 1)
+    rows.push(r1)
+    const r2 = { scenario, metric: 'server CPU µs/req (user)', service: `${fmt(s.cpuPerRequestUs, 1)} (${fmt(s.userPerRequestUs, 1)})`, reference: `${fmt(n.cpuPerRequestUs, 1)} (${fmt(n.userPerRequestUs, 1)})`, ratio: ratio(s.cpuPerRequestUs, n.cpuPerRequestUs) }
+    judge(r2, `chat${provider} CPU/req ≤ 1.0 × naive proxy`, r2.ratio, '≤ 1.0', r2.ratio <= 1)
+    rows.push(r2)
+    rows.push({ scenario, metric: 'latency p50 / p99 ms', service: `${fmt(s.p50, 1)} / ${fmt(s.p99, 1)}`, reference: `${fmt(n.p50, 1)} / ${fmt(n.p99, 1)}` })
+    rows.push({ scenario, metric: 'peak RSS MB', service: mb(s.peakRss), reference: mb(n.peakRss) })
+    if (f) rows.push({ scenario, metric: 'req/s vs the fake called directly', service: fmt(s.rps), reference: `${fmt(f.rps)} (fake, ${fmt(f.cpuPerRequestUs, 1)} µs/req)`, ratio: ratio(s.rps, f.rps) })
+  }
+}
+
+/** Rows and budget lines of the stream comparisons; `provider` tags the scenario. */
+function streamRows (rows, judge, streams, provider) {
+  const byKey = new Map()
+  for (const run of streams) byKey.set(`${run.delayMs}/${run.k}/${run.target}`, run)
+  const keys = [...new Set(streams.map((run) => `${run.delayMs}/${run.k}`))]
+  for (const key of keys) {
+    const s = byKey.get(`${key}/service`)
+    const n = byKey.get(`${key}/naive`)
+    if (!s) continue
+    const scenario = `stream${provider} K=${s.k}, ${s.delayMs} ms/token`
+    const rc = { scenario, metric: 'server CPU µs/token', service: fmt(s.cpuPerTokenUs, 2), reference: fmt(n?.cpuPerTokenUs, 2), ratio: ratio(s.cpuPerTokenUs, n?.cpuPerTokenUs) }
+    if (n) judge(rc, `${scenario}: CPU/token ≤ 0.8 × naive`, rc.ratio, '≤ 0.8', rc.ratio <= 0.8)
+    rows.push(rc)
+    const rt = { scenario, metric: 'TTFT p50 (p99) ms', service: `${fmt(s.ttftP50, 1)} (${fmt(s.ttftP99, 1)})`, reference: `${fmt(n?.ttftP50, 1)} (${fmt(n?.ttftP99, 1)})`, ratio: ratio(s.ttftP50, n?.ttftP50) }
+    if (n) judge(rt, `${scenario}: TTFT p50 ≤ 1.1 × naive`, rt.ratio, '≤ 1.1', rt.ratio <= 1.1)
+    rows.push(rt)
+    rows.push({ scenario, metric: 'tokens/s', service: fmt(s.tokensPerSecond), reference: fmt(n?.tokensPerSecond), ratio: ratio(s.tokensPerSecond, n?.tokensPerSecond) })
+    const rm = { scenario, metric: 'streams completed · peak RSS MB', service: `${s.completedTotal}/${s.streamsTotal} · ${mb(s.peakRss)}`, reference: n ? `${n.completedTotal}/${n.streamsTotal} · ${mb(n.peakRss)}` : '–', ratio: ratio(s.peakRss, n?.peakRss) }
+    if (s.k >= 5000) judge(rm, `${scenario}: all complete, peak RSS < 400 MB`, s.peakRss / 1048576, 'all, < 400 MB', s.completedTotal === s.streamsTotal && s.peakRss < 400 * 1048576)
+    else if (s.completedTotal !== s.streamsTotal) rm.met = false
+    rows.push(rm)
+  }
+}
+
 /**
  * Rows of the table and the budget lines from the raw results.
  * @param {any} results
@@ -46,39 +87,10 @@ export function evaluate (results) {
     rows.push({ scenario: 'GET /api/v1/health', metric: 'peak RSS MB', service: mb(s.peakRss), reference: mb(b.peakRss) })
   }
 
-  const chat = results.chat
-  if (chat?.service && chat?.naive) {
-    const { service: s, naive: n, fake: f } = chat
-    const r1 = { scenario: 'POST /api/v1/chat', metric: 'req/s', service: fmt(s.rps), reference: `${fmt(n.rps)} (naive proxy)`, ratio: ratio(s.rps, n.rps) }
-    judge(r1, 'chat req/s ≥ 1.0 × naive proxy', r1.ratio, '≥ 1.0', r1.ratio >= 1)
-    rows.push(r1)
-    const r2 = { scenario: 'POST /api/v1/chat', metric: 'server CPU µs/req (user)', service: `${fmt(s.cpuPerRequestUs, 1)} (${fmt(s.userPerRequestUs, 1)})`, reference: `${fmt(n.cpuPerRequestUs, 1)} (${fmt(n.userPerRequestUs, 1)})`, ratio: ratio(s.cpuPerRequestUs, n.cpuPerRequestUs) }
-    judge(r2, 'chat CPU/req ≤ 1.0 × naive proxy', r2.ratio, '≤ 1.0', r2.ratio <= 1)
-    rows.push(r2)
-    rows.push({ scenario: 'POST /api/v1/chat', metric: 'latency p50 / p99 ms', service: `${fmt(s.p50, 1)} / ${fmt(s.p99, 1)}`, reference: `${fmt(n.p50, 1)} / ${fmt(n.p99, 1)}` })
-    rows.push({ scenario: 'POST /api/v1/chat', metric: 'peak RSS MB', service: mb(s.peakRss), reference: mb(n.peakRss) })
-    if (f) rows.push({ scenario: 'POST /api/v1/chat', metric: 'req/s vs the fake called directly', service: fmt(s.rps), reference: `${fmt(f.rps)} (fake, ${fmt(f.cpuPerRequestUs, 1)} µs/req)`, ratio: ratio(s.rps, f.rps) })
-  }
-
-  const byKey = new Map()
-  for (const run of results.streams ?? []) byKey.set(`${run.delayMs}/${run.k}/${run.target}`, run)
-  const keys = [...new Set((results.streams ?? []).map((run) => `${run.delayMs}/${run.k}`))]
-  for (const key of keys) {
-    const s = byKey.get(`${key}/service`)
-    const n = byKey.get(`${key}/naive`)
-    if (!s) continue
-    const scenario = `stream K=${s.k}, ${s.delayMs} ms/token`
-    const rc = { scenario, metric: 'server CPU µs/token', service: fmt(s.cpuPerTokenUs, 2), reference: fmt(n?.cpuPerTokenUs, 2), ratio: ratio(s.cpuPerTokenUs, n?.cpuPerTokenUs) }
-    if (n) judge(rc, `${scenario}: CPU/token ≤ 0.8 × naive`, rc.ratio, '≤ 0.8', rc.ratio <= 0.8)
-    rows.push(rc)
-    const rt = { scenario, metric: 'TTFT p50 (p99) ms', service: `${fmt(s.ttftP50, 1)} (${fmt(s.ttftP99, 1)})`, reference: `${fmt(n?.ttftP50, 1)} (${fmt(n?.ttftP99, 1)})`, ratio: ratio(s.ttftP50, n?.ttftP50) }
-    if (n) judge(rt, `${scenario}: TTFT p50 ≤ 1.1 × naive`, rt.ratio, '≤ 1.1', rt.ratio <= 1.1)
-    rows.push(rt)
-    rows.push({ scenario, metric: 'tokens/s', service: fmt(s.tokensPerSecond), reference: fmt(n?.tokensPerSecond), ratio: ratio(s.tokensPerSecond, n?.tokensPerSecond) })
-    const rm = { scenario, metric: 'streams completed · peak RSS MB', service: `${s.completedTotal}/${s.streamsTotal} · ${mb(s.peakRss)}`, reference: n ? `${n.completedTotal}/${n.streamsTotal} · ${mb(n.peakRss)}` : '–', ratio: ratio(s.peakRss, n?.peakRss) }
-    if (s.k >= 5000) judge(rm, `${scenario}: all complete, peak RSS < 400 MB`, s.peakRss / 1048576, 'all, < 400 MB', s.completedTotal === s.streamsTotal && s.peakRss < 400 * 1048576)
-    else if (s.completedTotal !== s.streamsTotal) rm.met = false
-    rows.push(rm)
+  // The Anthropic rows, then the same rows for the OpenAI provider (its own fake upstream and naive proxy).
+  for (const [chat, streams, provider] of [[results.chat, results.streams, ''], [results.openaiChat, results.openaiStreams, ' (openai)']]) {
+    chatRows(rows, judge, chat, provider)
+    streamRows(rows, judge, streams ?? [], provider)
   }
 
   const soak = results.soak

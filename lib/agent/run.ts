@@ -134,9 +134,12 @@ export async function * runAgent (options: AgentRunOptions): AsyncGenerator<Agen
     throwIfAborted(options.signal)
     const results = await Promise.all(uses.map(async (use) => {
       // A tool the caller did not enable is refused like an unknown one.
-      const outcome = options.enabledTools.includes(use.name)
-        ? await options.tools.run(use.name, use.input)
-        : { content: `Tool not available: ${use.name}`, isError: true }
+      // Arguments that were not a JSON object (inputError) are an error the model sees; the tool does not run.
+      const outcome = use.inputError !== undefined
+        ? { content: use.inputError, isError: true }
+        : options.enabledTools.includes(use.name)
+          ? await options.tools.run(use.name, use.input)
+          : { content: `Tool not available: ${use.name}`, isError: true }
       options.onToolRun?.(use.name, outcome.isError)
       return outcome
     }))

@@ -5,7 +5,7 @@ import { AbortError, isAbortError } from './abort.js'
 import { createNodeFetch } from './node-fetch.js'
 import { retryAfterSeconds, withRetry, type RetryInfo, type RetryPolicy } from './retry.js'
 import type {
-  LLMProvider, ModelRequest, ModelResponse, ModelStreamEvent, TextBlock, ToolUseBlock, Usage,
+  ChatTurn, LLMProvider, ModelRequest, ModelResponse, ModelStreamEvent, TextBlock, ToolUseBlock, Usage,
 } from './types.js'
 
 /** The only API version that still accepts `temperature` (DECISIONS section 12). */
@@ -65,12 +65,22 @@ function isRecord (value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
+/** Blocks as the Messages API takes them: a tool_use's `inputError` (from an OpenAI-compatible model) is ours, not the API's. */
+function withoutInputErrors (content: ChatTurn['content']): ChatTurn['content'] {
+  if (typeof content === 'string' || !content.some((block) => block.type === 'tool_use' && block.inputError !== undefined)) return content
+  return content.map((block) => {
+    if (block.type !== 'tool_use' || block.inputError === undefined) return block
+    const { inputError: _inputError, ...rest } = block
+    return rest
+  })
+}
+
 /** Maps a provider-neutral request onto Messages API parameters. */
 function toParams (request: ModelRequest, legacyVersion: boolean): CreateParams {
   const params: CreateParams = {
     model: request.model,
     max_tokens: request.maxTokens,
-    messages: request.messages.map((turn) => ({ role: turn.role, content: turn.content })),
+    messages: request.messages.map((turn) => ({ role: turn.role, content: withoutInputErrors(turn.content) })),
   }
   if (request.system !== undefined && request.system !== '') params.system = request.system
   if (request.tools !== undefined && request.tools.length > 0) {

@@ -1,4 +1,4 @@
-// The provider interface every model backend implements (Anthropic, offline), in Messages API terms.
+// The provider interface every model backend implements (Anthropic, OpenAI-compatible, offline), in Messages API terms.
 import type { Static } from 'typebox'
 import type { Usage as UsageSchema } from '../../schemas/chat.js'
 
@@ -10,7 +10,17 @@ export interface ImageBlock {
   type: 'image'
   source: { type: 'base64', media_type: ImageMediaType, data: string }
 }
-export interface ToolUseBlock { type: 'tool_use', id: string, name: string, input: Record<string, unknown> }
+export interface ToolUseBlock {
+  type: 'tool_use'
+  id: string
+  name: string
+  input: Record<string, unknown>
+  /**
+   * Set when the model's arguments were not a JSON object (OpenAI-compatible servers): the tool must
+   * not run; the agent answers the call with this text as an error tool_result, so the model sees it.
+   */
+  inputError?: string
+}
 export interface ToolResultBlock { type: 'tool_result', tool_use_id: string, content: string, is_error?: boolean }
 export type ContentBlock = TextBlock | ImageBlock | ToolUseBlock | ToolResultBlock
 
@@ -61,7 +71,7 @@ export type ModelStreamEvent =
   | { type: 'message', message: ModelResponse }
 
 export interface LLMProvider {
-  /** Provider name: `anthropic` or `offline`. */
+  /** Provider name: `anthropic`, `openai`, `offline`, or `router` for the model router. */
   readonly name: string
   complete (request: ModelRequest): Promise<ModelResponse>
   /** Streams one model call; aborting `request.signal` ends it at once. */

@@ -1,0 +1,175 @@
+// The model router (DECISIONS section 14): one provider per model name, fallback before the first output, cooldown.
+import Anthropic from '@anthropic-ai/sdk'
+import OpenAI from 'openai'
+import { LLMServiceError } from '../errors.js'
+import { isAbortError } from './abort.js'
+import { isRetryableError } from './retry.js'
+import type { LLMProvider, ModelRequest, ModelResponse, ModelStreamEvent } from './types.js'
+
+/** One model as the router sees it. */
+export interface RouterModel {
+  /** Client-visible name: what requests carry and answers report. */
+  name: string
+  /** Model id sent upstream. */
+  upstream: string
+  provider: LLMProvider
+  /** Client-visible names tried in order when this model fails before its first output. */
+  fallbacks: readonly string[]
+  /** The provider reports its own name (offline answers `offline`, DECISIONS section 3). */
+  reportsOwnName?: boolean
+}
+
+/** What {@link ModelRouterOptions.onFallback} is told. */
+export interface FallbackInfo {
+  from: string
+  to: string
+  /** The failure's text, or `cooldown` when `from` was skipped because it failed recently. */
+  reason: string
+  error?: unknown
+}
+
+/** Options of {@link createModelRouter}. */
+export interface ModelRouterOptions {
+  models: readonly RouterModel[]
+  /** Answers names no model has (callers that bypass the routes' validation): sent upstream as is. */
+  defaultProvider: LLMProvider
+  /** MODEL_COOLDOWN_SECONDS. */
+  cooldownSeconds: number
+  onFallback?: (info: FallbackInfo) => void
+  /** Clock in milliseconds (tests); default Date.now. */
+  now?: () => number
+}
+
+function field (error: unknown, key: string): unknown {
+  return typeof error === 'object' && error !== null ? (error as Record<string, unknown>)[key] : undefined
+}
+
+/** An `error` event inside a stream (either SDK), as opposed to an HTTP status or a transport failure. */
+function isErrorEvent (error: unknown): boolean {
+  if (field(error, 'errorEvent') === true) return true
+  return error instanceof Anthropic.APIError && error.status === undefined &&
+    !(error instanceof Anthropic.APIConnectionError) && !(error instanceof Anthropic.APIUserAbortError)
+}
+
+/**
+ * Why a failed call may move to the next model, or undefined when it must not: a retryable error
+ * (after its attempts) or an error event; never an abort or another 4xx (a bad request fails everywhere).
+ */
+export function fallbackReason (error: unknown): string | undefined {
+  if (isAbortError(error)) return undefined
+  const cause = error instanceof LLMServiceError && error.cause !== undefined ? error.cause : error
+  if (isAbortError(cause)) return undefined
+  const text = error instanceof Error ? error.message : String(error)
+  const transient = isErrorEvent(cause) || isRetryableError(cause) ||
+    cause instanceof OpenAI.APIConnectionError || cause instanceof Anthropic.APIConnectionError ||
+    (error instanceof LLMServiceError && error.statusCode === 504)
+  return transient ? text : undefined
+}
+
+/** A provider that dispatches on `request.model`, with the LLMProvider interface plus the routing table's queries. */
+export interface ModelRouter extends LLMProvider {
+  /** Whether `name` failed within the last MODEL_COOLDOWN_SECONDS. */
+  coolingDown (name: string): boolean
+}
+
+/**
+ * Creates the router: each call goes to its model's provider with the upstream id; a call that
+ * fails before any of its output was yielded (see {@link fallbackReason}) moves to the next model
+ * of the chain (the model's fallbacks). A model that failed so is skipped for `cooldownSeconds`
+ * while one of its fallbacks is not cooling down too. Answers report the client-visible name of
+ * the model that answered.
+ */
+export function createModelRouter (options: ModelRouterOptions): ModelRouter {
+  const now = options.now ?? Date.now
+  const cooldownMs = options.cooldownSeconds * 1000
+  const byName = new Map(options.models.map((model) => [model.name, model]))
+  /** Name → when its cooldown ends (ms). */
+  const coolUntil = new Map<string, number>()
+  const providers = new Set([options.defaultProvider, ...options.models.map((model) => model.provider)])
+
+  const cooling = (name: string, at: number): boolean => {
+    const until = coolUntil.get(name)
+    if (until === undefined) return false
+    if (until > at) return true
+    coolUntil.delete(name)
+    return false
+  }
+
+  /** The models to try in order: the requested one and its fallbacks, minus those cooling down (unless all are). */
+  const chainOf = (name: string): RouterModel[] => {
+    const first = byName.get(name)
+    if (first === undefined) return [{ name, upstream: name, provider: options.defaultProvider, fallbacks: [], reportsOwnName: true }]
+    if (first.fallbacks.length === 0) return [first]
+    const all = [first, ...first.fallbacks.flatMap((fallback) => byName.get(fallback) ?? [])]
+    const at = now()
+    const warm = all.filter((model) => !cooling(model.name, at))
+    return warm.length > 0 ? warm : all
+  }
+
+  const report = (message: ModelResponse, model: RouterModel): ModelResponse =>
+    model.reportsOwnName === true || message.model === model.name ? message : { ...message, model: model.name }
+
+  /** Records a failure; returns true when the next model should be tried (and says so). */
+  const failed = (model: RouterModel, next: RouterModel | undefined, error: unknown): boolean => {
+    const reason = fallbackReason(error)
+    if (reason === undefined) return false
+    if (cooldownMs > 0) coolUntil.set(model.name, now() + cooldownMs)
+    if (next === undefined) return false
+    options.onFallback?.({ from: model.name, to: next.name, reason, error })
+    return true
+  }
+
+  /** The chain for a request; tells about models skipped because they are cooling down. */
+  const start = (request: ModelRequest): RouterModel[] => {
+    const chain = chainOf(request.model)
+    const answering = chain[0]
+    if (answering !== undefined && answering.name !== request.model) {
+      options.onFallback?.({ from: request.model, to: answering.name, reason: 'cooldown' })
+    }
+    return chain
+  }
+
+  return {
+    name: 'router',
+
+    coolingDown: (name: string) => cooling(name, now()),
+
+    async complete (request: ModelRequest): Promise<ModelResponse> {
+      const chain = start(request)
+      for (let i = 0; ; i++) {
+        const model = chain[i] as RouterModel
+        try {
+          return report(await model.provider.complete({ ...request, model: model.upstream }), model)
+        } catch (error) {
+          if (!failed(model, chain[i + 1], error)) throw error
+        }
+      }
+    },
+
+    async * stream (request: ModelRequest): AsyncGenerator<ModelStreamEvent> {
+      const chain = start(request)
+      for (let i = 0; ; i++) {
+        const model = chain[i] as RouterModel
+        let output = false
+        try {
+          for await (const event of model.provider.stream({ ...request, model: model.upstream })) {
+            if (event.type === 'message') {
+              yield { type: 'message', message: report(event.message, model) }
+              return
+            }
+            output = true
+            yield event
+          }
+          return
+        } catch (error) {
+          // Once output reached the caller, the answer is this model's: no fallback.
+          if (output || !failed(model, chain[i + 1], error)) throw error
+        }
+      }
+    },
+
+    async close (): Promise<void> {
+      await Promise.all([...providers].map((provider) => provider.close()))
+    },
+  }
+}
