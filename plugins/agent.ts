@@ -51,7 +51,7 @@ function createAgent (app: FastifyInstance) {
         model,
         system: spec.system,
         messages: history.length === 0 ? spec.messages : [...history, ...spec.messages],
-        maxTokens: spec.maxTokens ?? config.MAX_TOKENS,
+        maxTokens: spec.maxTokens ?? app.llm.defaultMaxTokens(model),
         temperature: spec.temperature ?? config.MODEL_TEMPERATURE,
         maxIterations: config.MAX_ITERATIONS,
         usage,
@@ -97,7 +97,8 @@ function createAgent (app: FastifyInstance) {
         timestamp: new Date().toISOString(),
       }).catch((error: unknown) => { request.log.error({ err: error }, 'conversation log write failed') })
     }
-    if (reply.raw.writableFinished) setImmediate(write)
+    // A client that left has closed the response already: write now rather than wait for a 'close' gone by.
+    if (reply.raw.writableFinished || reply.raw.destroyed) setImmediate(write)
     else reply.raw.once('close', write)
   }
 

@@ -85,13 +85,9 @@ function createRoutedProvider (app: FastifyInstance): LLMProvider {
 export default fp<LLMPluginOptions>(async (app, options) => {
   const config = app.config
   const base = options.provider ?? createRoutedProvider(app)
-  const { llmRequestDuration, llmTokens, llmTimeToFirstToken } = app.metrics
+  const { llmRequestDuration, llmTimeToFirstToken } = app.metrics
   const recorder: ModelCallRecorder = {
     call: (model, outcome, seconds) => llmRequestDuration.observe({ model, outcome }, seconds),
-    tokens: (model, usage) => {
-      llmTokens.inc({ model, type: 'input' }, usage.input_tokens)
-      llmTokens.inc({ model, type: 'output' }, usage.output_tokens)
-    },
     firstToken: (model, seconds) => llmTimeToFirstToken.observe({ model }, seconds),
   }
   const limiter = createLimiter({ maxConcurrent: config.MAX_CONCURRENT_REQUESTS, maxQueue: config.MAX_QUEUE })

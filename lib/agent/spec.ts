@@ -8,7 +8,7 @@ export interface RunSpec {
   system?: string | undefined
   /** The request's turns: the whole conversation, or the new turns of a stored one (`memory`). */
   messages: ChatTurn[]
-  /** Default MAX_TOKENS. */
+  /** Default: the model's MODELS_FILE `max_tokens`, else MAX_TOKENS. */
   maxTokens?: number | undefined
   /** Default MODEL_TEMPERATURE. */
   temperature?: number | undefined

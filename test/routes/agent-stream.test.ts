@@ -10,7 +10,7 @@ import { sseEvents } from '../helpers/sse-client.js'
 import {
   ROOMY_LIMITS, eventShape, eventually, readAgentEvents, tokenText, upstreamMessages, type AgentEventJson,
 } from '../helpers/agent.js'
-import { buildFakeApp, listen, postJson } from '../helpers/fake-app.js'
+import { buildFakeApp, listen, postJson, waitForConversations } from '../helpers/fake-app.js'
 
 const CALC = 'calculate_expression'
 const KB = 'search_knowledge_base'
@@ -162,7 +162,9 @@ test('client disconnect while the model is thinking: the call is aborted, no fur
   t.equal(fake.pending, 2, 'the later scripts stay pending: no further tool_use, so no tool run')
   t.ok(await eventually(() => app.streams.size === 0), 'the stream left the registry')
   t.ok(await eventually(() => logs.lines.some((l) => l['msg'] === 'stream ended: client disconnected')))
-  t.same(await app.stores.conversations.recent(10), [], 'an abandoned run is not logged as a conversation')
+  // DECISIONS 13: the tokens of a stream that was left are logged too, with their source.
+  const [record] = await waitForConversations(app, 1)
+  t.match(record, { reply: '', model: 'claude-sonnet-5-5', usageSource: 'provider' }, 'an abandoned run is logged with what it used')
   // fetch may leave a spare keep-alive socket open after the abort; do not let it delay app.close().
   app.server.closeAllConnections()
 })
