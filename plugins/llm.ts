@@ -5,6 +5,7 @@ import { withInstrumentation, type ModelCallRecorder } from '../lib/llm/instrume
 import { createLimiter, withLimiter, type Limiter } from '../lib/llm/limiter.js'
 import { createOfflineProvider } from '../lib/llm/offline.js'
 import type { LLMProvider } from '../lib/llm/types.js'
+import { CALCULATOR_TOOL, KNOWLEDGE_BASE_TOOL } from '../lib/tools/builtin.js'
 import { findArithmeticExpression } from '../lib/tools/calculator.js'
 
 export interface LLM {
@@ -38,7 +39,11 @@ export default fp<LLMPluginOptions>(async (app, options) => {
       logger: app.log,
     })
   } else {
-    base = createOfflineProvider({ knowledgeKeys: app.knowledgeBase.keys(), findExpression: findArithmeticExpression })
+    base = createOfflineProvider({
+      knowledgeKeys: app.knowledgeBase.keys(),
+      findExpression: findArithmeticExpression,
+      toolNames: { calculator: CALCULATOR_TOOL, knowledgeBase: KNOWLEDGE_BASE_TOOL },
+    })
     app.log.info('LLM_PROVIDER=offline: answering with the embedded offline model (no network)')
   }
   const { llmRequestDuration, llmTokens, llmTimeToFirstToken } = app.metrics

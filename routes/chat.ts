@@ -10,7 +10,6 @@ import {
 } from '../lib/respond.js'
 import { runOverSession } from '../lib/session-run.js'
 import { sessionChunks } from '../lib/stream-formats.js'
-import { TOOL_NAMES } from '../lib/tools/registry.js'
 import { SessionChatRequest, SessionChatResponse, SseResponse } from '../schemas/chat.js'
 import { modelErrorResponses } from '../schemas/common.js'
 
@@ -29,7 +28,7 @@ const chatErrorResponses = {
 async function prepare (app: FastifyInstance, request: FastifyRequest, body: Body) {
   assertAllowedContent(body.message, ['body', 'message'])
   const sessionId = body.session_id ?? newConversationId()
-  return { sessionId, ...await runOverSession(app, request, sessionId, body.message, TOOL_NAMES) }
+  return { sessionId, ...await runOverSession(app, request, sessionId, body.message, app.tools.names()) }
 }
 
 async function answerSessionStream (app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, body: Body) {

@@ -105,7 +105,7 @@ export async function * runAgent (options: AgentRunOptions): AsyncGenerator<Agen
     const results = await Promise.all(uses.map(async (use) => {
       // A tool the caller did not enable is refused like an unknown one.
       const outcome = options.enabledTools.includes(use.name)
-        ? await options.tools.run(use.name, use.input)
+        ? await options.tools.run(use.name, use.input, { signal: options.signal })
         : { content: `Tool not available: ${use.name}`, isError: true }
       options.onToolRun?.(use.name, outcome.isError)
       return outcome

@@ -7,6 +7,7 @@ import type { ChatTurn, ModelRequest, ModelStreamEvent, ToolSpec } from '../../l
 const findExpression = (text: string): string | null => /\d+(?:\s*[-+*/^]\s*\d+)+/.exec(text)?.[0] ?? null
 const spec = (name: string): ToolSpec => ({ name, description: name, input_schema: { type: 'object', properties: {} } })
 const ALL_TOOLS = [spec('search_knowledge_base'), spec('calculate_expression')]
+const toolNames = { calculator: 'calculate_expression', knowledgeBase: 'search_knowledge_base' }
 
 function request (messages: ChatTurn[] | string, extra: Partial<ModelRequest> = {}): ModelRequest {
   return { model: 'whatever', maxTokens: 100, messages: typeof messages === 'string' ? [{ role: 'user', content: messages }] : messages, ...extra }
@@ -50,7 +51,7 @@ test('stream: word by word, spaces kept, chunks concatenate to the exact text', 
 })
 
 test('calculator: tool_use when enabled and the message holds an expression', async (t) => {
-  const provider = createOfflineProvider({ findExpression, knowledgeKeys: ['fastify'] })
+  const provider = createOfflineProvider({ findExpression, toolNames, knowledgeKeys: ['fastify'] })
   const reply = await provider.complete(request('what is 2 + 3 * 4 in fastify?', { tools: ALL_TOOLS }))
   t.equal(reply.stopReason, 'tool_use')
   t.same(reply.content, [{ type: 'tool_use', id: 'toolu_offline_1', name: 'calculate_expression', input: { expression: '2 + 3 * 4' } }])
@@ -64,7 +65,7 @@ test('calculator: tool_use when enabled and the message holds an expression', as
 })
 
 test('knowledge base: tool_use with the message as query when it names a key', async (t) => {
-  const provider = createOfflineProvider({ findExpression, knowledgeKeys: ['fastify', 'Redis'] })
+  const provider = createOfflineProvider({ findExpression, toolNames, knowledgeKeys: ['fastify', 'Redis'] })
   const reply = await provider.complete(request('Tell me about redis please', { tools: ALL_TOOLS }))
   t.same(reply.content, [{ type: 'tool_use', id: 'toolu_offline_1', name: 'search_knowledge_base', input: { query: 'Tell me about redis please' } }])
   t.equal((await provider.complete(request('Tell me about cats', { tools: ALL_TOOLS }))).stopReason, 'end_turn')
@@ -72,7 +73,7 @@ test('knowledge base: tool_use with the message as query when it names a key', a
 })
 
 test('answers from tool results', async (t) => {
-  const provider = createOfflineProvider({ findExpression, knowledgeKeys: ['fastify'] })
+  const provider = createOfflineProvider({ findExpression, toolNames, knowledgeKeys: ['fastify'] })
   const calc: ChatTurn[] = [
     { role: 'user', content: 'what is 2 + 3 * 4?' },
     { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_offline_1', name: 'calculate_expression', input: { expression: '2 + 3 * 4' } }] },

@@ -2,7 +2,7 @@
 import { test } from 'tap'
 import { BUILT_IN_DOCUMENTS, createKnowledgeBase } from '../../lib/tools/knowledge-base.js'
 import type { KnowledgeBase } from '../../lib/tools/knowledge-base.js'
-import { createToolRegistry, TOOL_NAMES } from '../../lib/tools/registry.js'
+import { BUILTIN_TOOL_NAMES as TOOL_NAMES, createToolRegistry } from '../../lib/tools/registry.js'
 
 const registry = createToolRegistry(createKnowledgeBase(BUILT_IN_DOCUMENTS))
 

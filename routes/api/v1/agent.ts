@@ -2,7 +2,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { answerStream } from '../../../lib/respond.js'
 import { agentEvents } from '../../../lib/stream-formats.js'
-import { TOOL_NAMES } from '../../../lib/tools/registry.js'
 import { SseResponse, chatRequestSchema } from '../../../schemas/chat.js'
 import { modelErrorResponses } from '../../../schemas/common.js'
 import { runRequestFor } from './chat.js'
@@ -19,7 +18,7 @@ const agentRoutes: FastifyPluginAsyncTypebox = async (app) => {
       response: { 200: SseResponse, ...modelErrorResponses },
     },
   }, async (request, reply) => {
-    const run = runRequestFor(app, request.body, TOOL_NAMES)
+    const run = runRequestFor(app, request.body, app.tools.names())
     await answerStream(app, request, reply, run, agentEvents, { usage: true })
     return reply
   })

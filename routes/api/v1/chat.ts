@@ -15,7 +15,7 @@ import {
 } from '../../../schemas/chat.js'
 import { modelErrorResponses } from '../../../schemas/common.js'
 
-/** The run a ChatRequest (or MultimodalRequest) asks for; `defaultTools` when it names none. */
+/** The run a ChatRequest (or MultimodalRequest) asks for; `defaultTools` when it names none (unknown names: 422). */
 export function runRequestFor (app: FastifyInstance, body: ChatRequestBody, defaultTools: readonly string[], images: ImageBlock[] = []): RunRequest {
   const { system, turns } = toModelConversation(body.messages, images)
   return {
@@ -24,7 +24,7 @@ export function runRequestFor (app: FastifyInstance, body: ChatRequestBody, defa
     messages: turns,
     maxTokens: body.max_tokens ?? app.config.MAX_TOKENS,
     temperature: body.temperature ?? app.config.MODEL_TEMPERATURE,
-    enabledTools: body.tools ?? defaultTools,
+    enabledTools: body.tools ? app.tools.requireKnown(body.tools) : defaultTools,
   }
 }
 
