@@ -14,7 +14,7 @@ interface ToolCallJson { tool: string, args: unknown, result: string, is_error: 
 interface ChatJson { content: string, tool_calls: ToolCallJson[] | null }
 
 // Spawning children is slow on a loaded machine.
-t.setTimeout(180_000)
+t.setTimeout(300_000)
 
 async function command (app: App, text: string, tools?: string[]): Promise<{ status: number, body: ChatJson }> {
   const name = /^\/(\S+)/.exec(text)?.[1] ?? ''

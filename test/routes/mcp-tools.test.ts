@@ -10,7 +10,7 @@ interface ToolCallJson { tool: string, args: unknown, result: string, is_error: 
 interface ChatJson { content: string, tool_calls: ToolCallJson[] | null }
 
 // Spawning children is slow on a loaded machine: one app (and child) serves every test that needs no settings of its own.
-t.setTimeout(180_000)
+t.setTimeout(300_000)
 const shared = await buildTestApp(t, { ...ROOMY_LIMITS, TOOL_RESULT_MAX_CHARS: '100', MCP_CONFIG_FILE: writeMcpConfig(t, { test: fixtureServer() }) })
 if (!await waitForMcp(shared.app, ['test'])) throw new Error('MCP servers did not connect')
 
