@@ -121,3 +121,23 @@ test('abort: before the call and mid-stream', async (t) => {
   t.same(seen, ['Echo:'])
   await provider.close()
 })
+
+test('/<tool> {json}: calls exactly that enabled tool with that input, then answers from its result', async (t) => {
+  const provider = createOfflineProvider({ findExpression, toolNames, knowledgeKeys: ['fastify'] })
+  const tools = [...ALL_TOOLS, spec('srv__get-sum')]
+  const call = await provider.complete(request('/srv__get-sum {"a": 2, "b": 3}', { tools }))
+  t.same(call.content, [{ type: 'tool_use', id: 'toolu_offline_1', name: 'srv__get-sum', input: { a: 2, b: 3 } }])
+  t.same((await provider.complete(request('/calculate_expression {"expression": "9-1"}', { tools }))).content,
+    [{ type: 'tool_use', id: 'toolu_offline_1', name: 'calculate_expression', input: { expression: '9-1' } }], 'over the 9-1 in the text rule')
+  t.same((await provider.complete(request('/srv__get-sum', { tools }))).content[0], { type: 'tool_use', id: 'toolu_offline_1', name: 'srv__get-sum', input: {} }, 'no object: empty input')
+  for (const text of ['/srv__get-sum [1]', '/srv__get-sum {bad json', '/srv__get-sum "x"', '/srv__nope {}', ' srv__get-sum {}', '/srv__get-sum {} trailing']) {
+    t.equal((await provider.complete(request(text, { tools }))).content[0]?.type, 'text', `not a call: ${text}`)
+  }
+  t.same((await provider.complete(request('/srv__get-sum {"a": 1}'))).content, [{ type: 'text', text: 'Echo: /srv__get-sum {"a": 1}' }], 'tools off: echo')
+  const answered = await provider.complete(request([
+    { role: 'user', content: '/srv__get-sum {"a": 2, "b": 3}' },
+    { role: 'assistant', content: call.content },
+    { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_offline_1', content: 'The sum is 5.' }] },
+  ], { tools }))
+  t.same(answered.content, [{ type: 'text', text: 'The sum is 5.' }])
+})
