@@ -4,6 +4,7 @@ import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import type { App } from '../../app.js'
 
 interface Teardown { teardown: (fn: () => unknown) => void }
 
@@ -60,4 +61,27 @@ export function alive (pid: number): boolean {
   } catch {
     return false
   }
+}
+
+/** A tool call as /api/v1/chat reports it. */
+export interface ToolCallJson { tool: string, args: unknown, result: string, is_error: boolean }
+
+/**
+ * Sends `text` (typically `/<tool> {json}` for the offline model) to /api/v1/chat with `tools` enabled
+ * (default: the tool the text names).
+ */
+export async function command (app: App, text: string, tools?: string[]): Promise<{ status: number, body: { content: string, tool_calls: ToolCallJson[] | null } }> {
+  const name = /^\/(\S+)/.exec(text)?.[1] ?? ''
+  const res = await app.inject({
+    method: 'POST',
+    url: '/api/v1/chat',
+    payload: { messages: [{ role: 'user', content: text }], tools: tools ?? [name] },
+  })
+  return { status: res.statusCode, body: res.json() }
+}
+
+/** The tool names GET /api/v1/tools lists. */
+export async function toolNames (app: App): Promise<string[]> {
+  const res = await app.inject({ method: 'GET', url: '/api/v1/tools' })
+  return (res.json() as { tools: Array<{ name: string }> }).tools.map((tool) => tool.name)
 }

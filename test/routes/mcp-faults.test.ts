@@ -3,33 +3,14 @@ import t, { test } from 'tap'
 import { readFileSync, existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { buildApp } from '../../app.js'
-import type { App } from '../../app.js'
 import { buildTestApp } from '../helpers/app.js'
 import { ROOMY_LIMITS, eventually, listen, postJson } from '../helpers/agent.js'
-import { alive, fixtureServer, tempDir, waitForMcp, writeMcpConfig } from '../helpers/mcp.js'
+import { alive, command, fixtureServer, tempDir, toolNames, waitForMcp, writeMcpConfig } from '../helpers/mcp.js'
 import { sampleValue } from '../helpers/metrics.js'
 import { sseEvents } from '../helpers/sse-client.js'
 
-interface ToolCallJson { tool: string, args: unknown, result: string, is_error: boolean }
-interface ChatJson { content: string, tool_calls: ToolCallJson[] | null }
-
 // Spawning children is slow on a loaded machine.
 t.setTimeout(300_000)
-
-async function command (app: App, text: string, tools?: string[]): Promise<{ status: number, body: ChatJson }> {
-  const name = /^\/(\S+)/.exec(text)?.[1] ?? ''
-  const res = await app.inject({
-    method: 'POST',
-    url: '/api/v1/chat',
-    payload: { messages: [{ role: 'user', content: text }], tools: tools ?? [name] },
-  })
-  return { status: res.statusCode, body: res.json() as ChatJson }
-}
-
-async function toolNames (app: App): Promise<string[]> {
-  const res = await app.inject({ method: 'GET', url: '/api/v1/tools' })
-  return (res.json() as { tools: Array<{ name: string }> }).tools.map((tool) => tool.name)
-}
 
 test('a server crashing mid-call is an error result, the run goes on, and it comes back with its tools', async (t) => {
   const { app, logs } = await buildTestApp(t, { ...ROOMY_LIMITS, MCP_CONFIG_FILE: writeMcpConfig(t, { test: fixtureServer() }) })

@@ -1,33 +1,14 @@
 // MCP tools through the service, with the fixture server of test/fixtures: listing, request tools, env, results, list changes.
 import t, { test } from 'tap'
-import type { App } from '../../app.js'
 import { buildTestApp } from '../helpers/app.js'
 import { ROOMY_LIMITS, eventually } from '../helpers/agent.js'
-import { fixtureServer, tempDir, waitForMcp, writeMcpConfig } from '../helpers/mcp.js'
+import { command, fixtureServer, tempDir, toolNames, waitForMcp, writeMcpConfig } from '../helpers/mcp.js'
 import { sampleValue } from '../helpers/metrics.js'
-
-interface ToolCallJson { tool: string, args: unknown, result: string, is_error: boolean }
-interface ChatJson { content: string, tool_calls: ToolCallJson[] | null }
 
 // Spawning children is slow on a loaded machine: one app (and child) serves every test that needs no settings of its own.
 t.setTimeout(300_000)
 const shared = await buildTestApp(t, { ...ROOMY_LIMITS, TOOL_RESULT_MAX_CHARS: '100', MCP_CONFIG_FILE: writeMcpConfig(t, { test: fixtureServer() }) })
 if (!await waitForMcp(shared.app, ['test'])) throw new Error('MCP servers did not connect')
-
-async function command (app: App, text: string, tools?: string[]): Promise<{ status: number, body: ChatJson }> {
-  const name = /^\/(\S+)/.exec(text)?.[1] ?? ''
-  const res = await app.inject({
-    method: 'POST',
-    url: '/api/v1/chat',
-    payload: { messages: [{ role: 'user', content: text }], tools: tools ?? [name] },
-  })
-  return { status: res.statusCode, body: res.json() as ChatJson }
-}
-
-async function toolNames (app: App): Promise<string[]> {
-  const res = await app.inject({ method: 'GET', url: '/api/v1/tools' })
-  return (res.json() as { tools: Array<{ name: string }> }).tools.map((tool) => tool.name)
-}
 
 test('listing: built-in and every page of MCP tools with sources and schemas; names sanitised and cut; OpenAPI', async (t) => {
   const { app } = shared
