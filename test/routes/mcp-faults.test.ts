@@ -1,6 +1,9 @@
 // MCP faults through the service, with the fixture server of test/fixtures: crash, hang, cancel, failed starts, shutdown.
 import t, { test } from 'tap'
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
 import { readFileSync, existsSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
 import { join } from 'node:path'
 import { buildApp } from '../../app.js'
 import { buildTestApp } from '../helpers/app.js'
@@ -88,6 +91,21 @@ test('bad MCP_CONFIG_FILE stops startup with one line naming the server', async 
     name: 'ConfigError',
     message: 'Invalid MCP_CONFIG_FILE: server "nowhere" needs a "command" (stdio) or a "url" (Streamable HTTP)',
   })
+})
+
+test('the service entry point prints that one line and exits 1', async (t) => {
+  const server = fileURLToPath(new URL('../../server.ts', import.meta.url))
+  // The child runs TypeScript through the same loader tap gave this process (it finds tsconfig.json from the cwd).
+  const child = spawn(process.execPath, [...process.execArgv, server], {
+    cwd: fileURLToPath(new URL('../..', import.meta.url)),
+    env: { PATH: process.env['PATH'] ?? '', LLM_PROVIDER: 'offline', PORT: '0', MCP_CONFIG_FILE: writeMcpConfig(t, { nowhere: { args: [] } }) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let stderr = ''
+  child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString() })
+  const [code] = await once(child, 'exit') as [number | null]
+  t.equal(code, 1)
+  t.equal(stderr.trim(), 'Invalid MCP_CONFIG_FILE: server "nowhere" needs a "command" (stdio) or a "url" (Streamable HTTP)')
 })
 
 test('shutdown ends every child, also one that ignores the close', async (t) => {
