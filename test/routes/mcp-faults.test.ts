@@ -98,7 +98,7 @@ test('the service entry point prints that one line and exits 1', async (t) => {
   // The child runs TypeScript through the same loader tap gave this process (it finds tsconfig.json from the cwd).
   const child = spawn(process.execPath, [...process.execArgv, server], {
     cwd: fileURLToPath(new URL('../..', import.meta.url)),
-    env: { PATH: process.env['PATH'] ?? '', LLM_PROVIDER: 'offline', PORT: '0', MCP_CONFIG_FILE: writeMcpConfig(t, { nowhere: { args: [] } }) },
+    env: { ...process.env, LLM_PROVIDER: 'offline', PORT: '0', MCP_CONFIG_FILE: writeMcpConfig(t, { nowhere: { args: [] } }) },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let stderr = ''
