@@ -75,6 +75,8 @@ export async function buildApp (options: BuildAppOptions = {}) {
     onConstructorPoisoning: 'remove',
     return503OnClosing: true,
     forceCloseConnections: 'idle',
+    // Above the 10 s each MCP server gets to connect at startup (plugins/tools.ts), with room to spare.
+    pluginTimeout: 30_000,
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: true, useDefaults: true } },
   }
   const app = Fastify(fastifyOptions).withTypeProvider<TypeBoxTypeProvider>()

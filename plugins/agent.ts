@@ -47,7 +47,8 @@ function createAgent (app: FastifyInstance) {
       options: {
         provider: app.llm.provider,
         tools: app.tools,
-        enabledTools: spec.tools === 'all' ? app.tools.names() : spec.tools,
+        // Tools are checked against the registry as it is now (MCP tools come and go): unknown names are a 422.
+        enabledTools: spec.tools === 'all' ? app.tools.names() : app.tools.requireKnown(spec.tools),
         model,
         system: spec.system,
         messages: history.length === 0 ? spec.messages : [...history, ...spec.messages],

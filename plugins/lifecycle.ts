@@ -5,6 +5,8 @@ import type { FastifyReply } from 'fastify'
 import type { ServerResponse } from 'node:http'
 
 export type ReadinessCheck = () => Promise<void>
+/** A state reported by /ready that never fails it (e.g. `ok`, `down: <reason>`). */
+export type ReadinessStatus = () => string
 export type ResponseClosedListener = (reply: FastifyReply) => void
 
 /** The status a closed response ended with: 499 when the client left before any answer was sent. */
@@ -18,6 +20,7 @@ type TrackedResponse = ServerResponse & { [kReply]?: FastifyReply }
 
 function createLifecycle () {
   const checks = new Map<string, ReadinessCheck>()
+  const statuses = new Map<string, ReadinessStatus>()
   const forceClosers: Array<() => void> = []
   const closedListeners: ResponseClosedListener[] = []
   const state = {
@@ -36,6 +39,8 @@ function createLifecycle () {
     responseClosed (reply: FastifyReply) { for (const listener of closedListeners) listener(reply) },
     /** Registers a dependency check; it throws when the dependency is down. */
     addCheck (name: string, check: ReadinessCheck) { checks.set(name, check) },
+    /** Registers a state /ready lists beside the checks without failing for it. */
+    addStatus (name: string, status: ReadinessStatus) { statuses.set(name, status) },
     /** Runs every check; returns each one's status and whether all passed. */
     async readiness () {
       const results: Record<string, string> = {}
@@ -49,6 +54,7 @@ function createLifecycle () {
           results[name] = `failed: ${(error as Error).message}`
         }
       }))
+      for (const [name, status] of statuses) results[name] = status()
       return { ok, checks: results }
     },
   }

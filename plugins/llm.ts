@@ -10,6 +10,7 @@ import { createOpenAIProvider } from '../lib/llm/openai.js'
 import { createModelRouter, type RouterModel } from '../lib/llm/router.js'
 import type { LLMProvider } from '../lib/llm/types.js'
 import { findArithmeticExpression } from '../lib/llm/arithmetic-in-text.js'
+import { CALCULATOR_TOOL, KNOWLEDGE_BASE_TOOL } from '../lib/tools/builtin.js'
 
 export interface LLM {
   provider: LLMProvider
@@ -53,7 +54,11 @@ function createRoutedProvider (app: FastifyInstance): LLMProvider {
     } else if (route.provider === 'openai') {
       provider = createOpenAIProvider({ ...common, ...endpoint, ...(route.apiKey === undefined ? {} : { apiKey: route.apiKey }) })
     } else {
-      provider = createOfflineProvider({ knowledgeKeys: app.knowledgeBase.keys(), findExpression: findArithmeticExpression })
+      provider = createOfflineProvider({
+        knowledgeKeys: app.knowledgeBase.keys(),
+        findExpression: findArithmeticExpression,
+        toolNames: { calculator: CALCULATOR_TOOL, knowledgeBase: KNOWLEDGE_BASE_TOOL },
+      })
       app.log.info(config.provider === 'offline'
         ? 'LLM_PROVIDER=offline: answering with the embedded offline model (no network)'
         : 'offline: models answer with the embedded offline model (no network)')

@@ -100,6 +100,12 @@ export function createMetrics (options: CreateMetricsOptions = {}) {
     labelNames: ['tool', 'outcome'] as const,
     registers,
   })
+  const mcpServerUp = new Gauge({
+    name: 'agent_mcp_server_up',
+    help: 'Whether each MCP server of MCP_CONFIG_FILE is connected (1) or not (0)',
+    labelNames: ['server'] as const,
+    registers,
+  })
   const rateLimited = new Counter({
     name: 'agent_rate_limited_requests_total',
     help: 'Requests refused with 429 by a rate limit, by route pattern',
@@ -122,6 +128,7 @@ export function createMetrics (options: CreateMetricsOptions = {}) {
     llmTimeToFirstToken,
     llmFallbacks,
     toolCalls,
+    mcpServerUp,
     rateLimited,
     rateLimitStoreErrors,
 

@@ -1,18 +1,45 @@
-// Tools plugin: the agent's tool registry, its knowledge base from KNOWLEDGE_BASE_FILE or the built-in set.
+// Tools plugin: one registry of the built-in tools and every MCP server's tools (MCP_CONFIG_FILE), the knowledge base.
 import fp from 'fastify-plugin'
 import { BUILT_IN_DOCUMENTS, createKnowledgeBase, loadKnowledgeBaseFile, type KnowledgeBase } from '../lib/tools/knowledge-base.js'
+import { loadMcpConfig } from '../lib/tools/mcp/config.js'
+import { createMcpServers, type McpServers } from '../lib/tools/mcp/servers.js'
 import { createToolRegistry, type ToolRegistry } from '../lib/tools/registry.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
     tools: ToolRegistry
     knowledgeBase: KnowledgeBase
+    /** The MCP servers of MCP_CONFIG_FILE (none without it). */
+    mcp: McpServers
   }
 }
 
 export default fp(async (app) => {
-  const file = app.config.KNOWLEDGE_BASE_FILE
+  const config = app.config
+  const file = config.KNOWLEDGE_BASE_FILE
   const knowledgeBase = createKnowledgeBase(file ? loadKnowledgeBaseFile(file) : BUILT_IN_DOCUMENTS)
+  const registry = createToolRegistry(knowledgeBase, { maxResultChars: config.TOOL_RESULT_MAX_CHARS })
   app.decorate('knowledgeBase', knowledgeBase)
-  app.decorate('tools', createToolRegistry(knowledgeBase))
-}, { name: 'tools', dependencies: ['config'], fastify: '5.x' })
+  app.decorate('tools', registry)
+
+  // A bad file stops startup here (ConfigError, one line naming the server).
+  const servers = config.MCP_CONFIG_FILE ? loadMcpConfig(config.MCP_CONFIG_FILE) : new Map()
+  const { mcpServerUp } = app.metrics
+  const mcp = createMcpServers(servers, {
+    registry,
+    log: app.log.child({ component: 'mcp' }),
+    callTimeoutMs: config.MCP_TOOL_TIMEOUT_SECONDS * 1000,
+    onState: (server, state) => { mcpServerUp.set({ server }, state === 'up' ? 1 : 0) },
+  })
+  app.decorate('mcp', mcp)
+  for (const server of servers.keys()) {
+    mcpServerUp.set({ server }, 0)
+    // Reported by /ready, never failing it: the service works without any one MCP server.
+    app.lifecycle.addStatus(`mcp:${server}`, () => {
+      const status = mcp.statuses()[server]
+      return status === undefined || status.state === 'up' ? 'ok' : `${status.state}: ${status.reason ?? 'unknown'}`
+    })
+  }
+  app.addHook('onClose', async () => { await mcp.close() })
+  await mcp.start()
+}, { name: 'tools', dependencies: ['config', 'lifecycle', 'metrics'], fastify: '5.x' })

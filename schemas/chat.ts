@@ -1,11 +1,13 @@
 // Request and response schemas of the chat routes (SPEC section 2, DECISIONS section 4), built from the config.
 import { Type, type Static } from 'typebox'
-import { TOOL_NAMES } from '../lib/tools/registry.js'
 
 /** Longest base64 text of one image: 5 MB decoded, plus room for a `data:` URL prefix. */
 export const MAX_IMAGE_BYTES = 5 * 1024 * 1024
 export const MAX_IMAGES = 20
 export const MAX_IMAGE_CHARS = Math.ceil(MAX_IMAGE_BYTES / 3) * 4 + 64
+
+/** Most tool names one request may enable. */
+export const MAX_REQUEST_TOOLS = 128
 
 export const ChatMessage = Type.Object({
   // One enum, not a union of literals: a wrong role is one validation issue, not one per allowed value.
@@ -32,9 +34,9 @@ function agentFields (models: readonly string[]) {
     })),
     max_tokens: Type.Optional(Type.Integer({ minimum: 1, maximum: 8192, description: 'Max output tokens, 1 to 8192; default MAX_TOKENS' })),
     tools: Type.Optional(Type.Union([
-      Type.Array(Type.Unsafe<string>({ type: 'string', enum: [...TOOL_NAMES] }), { maxItems: 16, description: 'Tools to enable' }),
+      Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: MAX_REQUEST_TOOLS, description: 'Tools to enable' }),
       Type.Null(),
-    ], { description: `Tools to enable (${TOOL_NAMES.join(', ')}); none by default on /api/v1/chat` })),
+    ], { description: 'Tools to enable, by name as GET /api/v1/tools lists them (built-in and MCP); an unknown name is a 422. None by default on /api/v1/chat' })),
   }
 }
 

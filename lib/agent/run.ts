@@ -138,7 +138,7 @@ export async function * runAgent (options: AgentRunOptions): AsyncGenerator<Agen
       const outcome = use.inputError !== undefined
         ? { content: use.inputError, isError: true }
         : options.enabledTools.includes(use.name)
-          ? await options.tools.run(use.name, use.input)
+          ? await options.tools.run(use.name, use.input, { signal: options.signal })
           : { content: `Tool not available: ${use.name}`, isError: true }
       options.onToolRun?.(use.name, outcome.isError)
       return outcome

@@ -13,10 +13,29 @@ export interface OfflineProviderOptions {
   knowledgeKeys?: string[]
   /** Finds an arithmetic expression in a message (lib/tools/calculator.ts `findArithmeticExpression`). */
   findExpression?: (text: string) => string | null
+  /** Which enabled tool is the calculator and which the knowledge base (the rules above call them). */
+  toolNames?: { calculator: string, knowledgeBase: string }
 }
 
-const CALCULATOR = 'calculate_expression'
-const KNOWLEDGE_BASE = 'search_knowledge_base'
+/**
+ * A message `/<tool name> <JSON object>`: the name and the object, or null when the text is not of that
+ * form (the name must be a tool name, the rest one JSON object).
+ */
+export function parseToolCommand (text: string): { name: string, input: Record<string, unknown> } | null {
+  const match = /^\s*\/([A-Za-z0-9_-]{1,64})(?:\s+([\s\S]*))?$/.exec(text)
+  if (match === null) return null
+  const json = match[2]?.trim() ?? ''
+  let input: unknown = {}
+  if (json !== '') {
+    try {
+      input = JSON.parse(json)
+    } catch {
+      return null
+    }
+  }
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) return null
+  return { name: match[1] ?? '', input: input as Record<string, unknown> }
+}
 
 /** Splits text into chunks that keep their leading whitespace, so they concatenate to the exact text. */
 export function wordChunks (text: string): string[] {
@@ -54,7 +73,7 @@ function turnChars (turn: ChatTurn): number {
   return chars
 }
 
-function answerFromToolResults (messages: ChatTurn[], last: ChatTurn): string | undefined {
+function answerFromToolResults (messages: ChatTurn[], last: ChatTurn, calculator: string | undefined): string | undefined {
   const results = blocks(last).filter((b) => b.type === 'tool_result')
   if (results.length === 0) return undefined
   const toolNames = new Map<string, string>()
@@ -65,37 +84,42 @@ function answerFromToolResults (messages: ChatTurn[], last: ChatTurn): string | 
     const name = toolNames.get(result.tool_use_id) ?? 'tool'
     const content = result.content.trim()
     if (result.is_error === true) return `The ${name} tool failed: ${content}`
-    if (name === CALCULATOR) return /^calculation error/i.test(content) ? content : `The result is ${content}.`
+    if (name === calculator) return /^calculation error/i.test(content) ? content : `The result is ${content}.`
     return content
   }).join('\n\n')
 }
 
 /**
- * Creates the offline provider: answers `Echo: <last user message>`; with tools enabled, calls
- * calculate_expression when the message holds an arithmetic expression (found by
- * `findExpression`), else search_knowledge_base when it contains a knowledge-base key; when the
+ * Creates the offline provider: answers `Echo: <last user message>`; with tools enabled, a message
+ * `/<tool name> <JSON object>` naming an enabled tool calls exactly that tool with that input; else
+ * it calls the calculator when the message holds an arithmetic expression (found by
+ * `findExpression`), else the knowledge base when it contains a knowledge-base key; when the
  * last turn brings tool results, answers from them (`The result is 14.`, the document text).
  * Streams word by word. Usage is estimated as ceil(chars / 4).
  */
 export function createOfflineProvider (options: OfflineProviderOptions = {}): LLMProvider {
   const knowledgeKeys = (options.knowledgeKeys ?? []).filter((key) => key !== '')
+  const calculator = options.toolNames?.calculator
+  const knowledgeBase = options.toolNames?.knowledgeBase
 
   function respond (request: ModelRequest): ModelResponse {
     const { messages } = request
     const inputTokens = Math.ceil(messages.reduce((sum, turn) => sum + turnChars(turn), request.system?.length ?? 0) / 4)
     const lastTurn = messages.at(-1)
-    const fromTools = lastTurn?.role === 'user' ? answerFromToolResults(messages, lastTurn) : undefined
+    const fromTools = lastTurn?.role === 'user' ? answerFromToolResults(messages, lastTurn, calculator) : undefined
     const lastUser = [...messages].reverse().find((turn) => turn.role === 'user')
     const text = lastUser === undefined ? '' : turnText(lastUser)
     const toolNames = new Set((request.tools ?? []).map((tool) => tool.name))
 
     let call: { name: string, input: Record<string, unknown> } | undefined
     if (fromTools === undefined) {
-      const expression = toolNames.has(CALCULATOR) ? options.findExpression?.(text) ?? null : null
+      const command = parseToolCommand(text)
+      const expression = calculator !== undefined && toolNames.has(calculator) ? options.findExpression?.(text) ?? null : null
       const lower = text.toLowerCase()
-      if (expression !== null) call = { name: CALCULATOR, input: { expression } }
-      else if (toolNames.has(KNOWLEDGE_BASE) && knowledgeKeys.some((key) => lower.includes(key.toLowerCase()))) {
-        call = { name: KNOWLEDGE_BASE, input: { query: text } }
+      if (command !== null && toolNames.has(command.name)) call = command
+      else if (expression !== null && calculator !== undefined) call = { name: calculator, input: { expression } }
+      else if (knowledgeBase !== undefined && toolNames.has(knowledgeBase) && knowledgeKeys.some((key) => lower.includes(key.toLowerCase()))) {
+        call = { name: knowledgeBase, input: { query: text } }
       }
     }
     if (call !== undefined) {

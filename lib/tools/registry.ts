@@ -1,113 +1,67 @@
-// The agent's tools by name: their specs for the model, and a run() that checks model-supplied input before calling them.
+// The agent's tools by name, built in and remote (MCP) alike: specs for the model, a run() that never throws.
 import type { ToolSpec } from '../llm/types.js'
-import { calculate, CALCULATION_ERROR_PREFIX, MAX_EXPRESSION_LENGTH } from './calculator.js'
+import { RequestValidationError } from '../validation.js'
+import { builtinTools, describeType } from './builtin.js'
 import type { KnowledgeBase } from './knowledge-base.js'
+
+export { BUILTIN_TOOL_NAMES } from './builtin.js'
 
 /** What running a tool gives back; `isError` maps to the Messages API `tool_result.is_error`. */
 export interface ToolResult { content: string, isError: boolean }
 
-/** The names of the tools, in the order the registry lists them. */
-export const TOOL_NAMES = ['calculate_expression', 'search_knowledge_base'] as const
-export type ToolName = typeof TOOL_NAMES[number]
+/** Options of one tool run: aborting `signal` (client gone, run cancelled) cancels the call. */
+export interface ToolRunOptions { signal?: AbortSignal | undefined }
 
-interface Tool {
+/** One tool: its spec for the model, where it comes from, and how to run it on model-supplied input. */
+export interface Tool {
   spec: ToolSpec
-  field: string
-  call (value: string): ToolResult
+  /** `builtin` or `mcp:<server>`. */
+  source: string
+  run (input: unknown, options: ToolRunOptions): ToolResult | Promise<ToolResult>
 }
 
-const MAX_LISTED_KEYS = 20
+/** A tool as `GET /api/v1/tools` lists it. */
+export interface ToolInfo extends ToolSpec { source: string }
 
-function describeKeys (keys: string[]): string {
-  if (keys.length === 0) return 'The knowledge base is currently empty.'
-  const listed = keys.slice(0, MAX_LISTED_KEYS).map((key) => JSON.stringify(key.slice(0, 60))).join(', ')
-  const more = keys.length > MAX_LISTED_KEYS ? `, and ${keys.length - MAX_LISTED_KEYS} more` : ''
-  return `Known keys: ${listed}${more}.`
+/** Options of {@link createToolRegistry}. */
+export interface ToolRegistryOptions {
+  /** A longer result is cut to this many characters, with a note saying so (TOOL_RESULT_MAX_CHARS). */
+  maxResultChars?: number
 }
 
-function describeType (value: unknown): string {
-  if (value === null) return 'null'
-  if (Array.isArray(value)) return 'an array'
-  return typeof value
+/** Names listed in an unknown-tool message or a 422, at most. */
+const MAX_LISTED_NAMES = 30
+
+function listNames (names: string[]): string {
+  const more = names.length > MAX_LISTED_NAMES ? `, and ${names.length - MAX_LISTED_NAMES} more` : ''
+  return names.slice(0, MAX_LISTED_NAMES).join(', ') + more
+}
+
+/** The first `max` UTF-16 units of `text` plus a note when it is longer; a surrogate pair is never split. */
+export function cutToolResult (text: string, max: number): string {
+  if (text.length <= max) return text
+  let end = max
+  const last = text.charCodeAt(end - 1)
+  if (last >= 0xd800 && last <= 0xdbff) end--
+  return `${text.slice(0, end)}\n[Result cut: showing ${end} of ${text.length} characters (TOOL_RESULT_MAX_CHARS)]`
 }
 
 /**
- * Builds the registry of the two agent tools over a knowledge base.
- * `run` never throws: unknown tools, bad input and tool failures come back with `isError: true`.
+ * Builds the registry: the built-in tools over `kb`, then whatever sources (MCP servers) add with
+ * `setSource`. `run` never throws: unknown tools, bad input and tool failures come back with `isError: true`.
  */
-export function createToolRegistry (kb: KnowledgeBase) {
-  const tools = new Map<string, Tool>([
-    ['calculate_expression', {
-      field: 'expression',
-      spec: {
-        name: 'calculate_expression',
-        description: 'Evaluate an arithmetic expression and return the exact result. Use it for any arithmetic ' +
-          'instead of calculating yourself. Supports numbers (2, 3.5, .5, 1e3), + - * /, powers written ^ or ** ' +
-          '(right-associative: 2^3^2 = 512), parentheses, and unary minus (-2^2 = -4). No variables, functions, ' +
-          'units or percent signs. Returns the number, or a text beginning "Calculation error:" saying what is wrong.',
-        input_schema: {
-          type: 'object',
-          properties: {
-            expression: {
-              type: 'string',
-              description: 'The expression to evaluate, for example "(1.5 + 2) ^ 2" or "12 * (3 - 1) / 4".',
-              minLength: 1,
-              maxLength: MAX_EXPRESSION_LENGTH,
-            },
-          },
-          required: ['expression'],
-        },
-      },
-      call: (expression) => {
-        const content = calculate(expression)
-        return { content, isError: content.startsWith(CALCULATION_ERROR_PREFIX) }
-      },
-    }],
-    ['search_knowledge_base', {
-      field: 'query',
-      spec: {
-        name: 'search_knowledge_base',
-        description: 'Look up a document in the knowledge base about this agent chat API service (its endpoints, ' +
-          'authentication, rate limits, sessions, streaming and tools). Returns the content of the first document ' +
-          'whose key appears in the query (case-insensitive), or a text saying nothing was found; so put a key ' +
-          `in the query. ${describeKeys(kb.keys())}`,
-        input_schema: {
-          type: 'object',
-          properties: {
-            query: {
-              type: 'string',
-              description: 'What to look up, containing a document key, for example "how does the rate limit work".',
-              minLength: 1,
-            },
-          },
-          required: ['query'],
-        },
-      },
-      call: (query) => ({ content: kb.search(query), isError: false }),
-    }],
-  ])
+export function createToolRegistry (kb: KnowledgeBase, options: ToolRegistryOptions = {}) {
+  const tools = new Map<string, Tool>()
+  for (const tool of builtinTools(kb)) tools.set(tool.spec.name, tool)
+  const maxResultChars = options.maxResultChars ?? Number.POSITIVE_INFINITY
 
-  const runTool = (name: unknown, input: unknown): ToolResult => {
+  const runTool = async (name: unknown, input: unknown, runOptions: ToolRunOptions): Promise<ToolResult> => {
     const tool = typeof name === 'string' ? tools.get(name) : undefined
     if (tool === undefined) {
       const shown = typeof name === 'string' ? JSON.stringify(name.slice(0, 100)) : describeType(name)
-      return { content: `Unknown tool ${shown}. Available tools: ${[...tools.keys()].join(', ')}`, isError: true }
+      return { content: `Unknown tool ${shown}. Available tools: ${listNames([...tools.keys()])}`, isError: true }
     }
-    const { field, spec } = tool
-    if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-      return { content: `Invalid input for ${spec.name}: expected an object with a string "${field}", got ${describeType(input)}`, isError: true }
-    }
-    const value: unknown = Object.hasOwn(input, field) ? (input as Record<string, unknown>)[field] : undefined
-    if (value === undefined) {
-      return { content: `Invalid input for ${spec.name}: missing required field "${field}"`, isError: true }
-    }
-    if (typeof value !== 'string') {
-      return { content: `Invalid input for ${spec.name}: "${field}" must be a string, got ${describeType(value)}`, isError: true }
-    }
-    if (value.trim() === '') {
-      return { content: `Invalid input for ${spec.name}: "${field}" must not be empty`, isError: true }
-    }
-    return tool.call(value)
+    return await tool.run(input, runOptions)
   }
 
   return {
@@ -118,18 +72,47 @@ export function createToolRegistry (kb: KnowledgeBase) {
         .filter((tool) => wanted === undefined || wanted.has(tool.spec.name))
         .map((tool) => structuredClone(tool.spec))
     },
-    /** Names of every tool, in registry order. */
+    /** Names of every tool right now, in registry order. */
     names (): string[] {
       return [...tools.keys()]
     },
-    /** Whether `name` is a tool of this registry. */
+    /** Whether `name` is a tool of this registry right now. */
     has (name: string): boolean {
       return tools.has(name)
     },
-    /** Runs a tool on untrusted, model-supplied input; never throws. */
-    async run (name: string, input: unknown): Promise<ToolResult> {
+    /** Every tool with its source, for listing. */
+    list (): ToolInfo[] {
+      return [...tools.values()].map((tool) => ({ ...structuredClone(tool.spec), source: tool.source }))
+    },
+    /**
+     * Checks a request's `tools` against the registry as it is now: an unknown name is a 422 at
+     * `loc` + its index. Returns the names.
+     */
+    requireKnown (names: readonly string[], loc: Array<string | number> = ['body', 'tools']): readonly string[] {
+      const issues = names.flatMap((name, index) => tools.has(name)
+        ? []
+        : [{ loc: [...loc, index], msg: `Unknown tool ${JSON.stringify(name.slice(0, 100))}; available: ${listNames([...tools.keys()])}`, type: 'enum' }])
+      if (issues.length > 0) throw new RequestValidationError(issues)
+      return names
+    },
+    /**
+     * Replaces every tool of `source` with `list` (an empty list removes them). A name another source
+     * already holds, or one repeated in `list`, is dropped; the dropped names are returned.
+     */
+    setSource (source: string, list: readonly Tool[]): string[] {
+      for (const [name, tool] of tools) if (tool.source === source) tools.delete(name)
+      const dropped: string[] = []
+      for (const tool of list) {
+        if (tools.has(tool.spec.name)) dropped.push(tool.spec.name)
+        else tools.set(tool.spec.name, { ...tool, source })
+      }
+      return dropped
+    },
+    /** Runs a tool on untrusted, model-supplied input; never throws. The result is cut to TOOL_RESULT_MAX_CHARS. */
+    async run (name: string, input: unknown, runOptions: ToolRunOptions = {}): Promise<ToolResult> {
       try {
-        return runTool(name, input)
+        const result = await runTool(name, input, runOptions)
+        return { content: cutToolResult(result.content, maxResultChars), isError: result.isError }
       } catch (error) {
         return { content: `Tool ${String(name)} failed: ${error instanceof Error ? error.message : String(error)}`, isError: true }
       }

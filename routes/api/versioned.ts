@@ -5,6 +5,7 @@ import v1Health from './v1/health.js'
 import v1Chat from './v1/chat.js'
 import v1Agent from './v1/agent.js'
 import v1Models from './v1/models.js'
+import v1Tools from './v1/tools.js'
 import v2Chat from './v2/multimodal-chat.js'
 
 const versionedLayout: FastifyPluginAsync<LayoutOptions> = async (app, { extraRoutes }) => {
@@ -14,6 +15,7 @@ const versionedLayout: FastifyPluginAsync<LayoutOptions> = async (app, { extraRo
     await v1.register(v1Chat)
     await v1.register(v1Agent)
     await v1.register(v1Models)
+    await v1.register(v1Tools)
   }, { prefix: '/api/v1' })
   await app.register(v2Chat, { prefix: '/api/v2' })
   if (extraRoutes) await app.register(extraRoutes)

@@ -7,6 +7,7 @@ import type { ChatTurn, ModelRequest, ModelStreamEvent, ToolSpec } from '../../l
 const findExpression = (text: string): string | null => /\d+(?:\s*[-+*/^]\s*\d+)+/.exec(text)?.[0] ?? null
 const spec = (name: string): ToolSpec => ({ name, description: name, input_schema: { type: 'object', properties: {} } })
 const ALL_TOOLS = [spec('search_knowledge_base'), spec('calculate_expression')]
+const toolNames = { calculator: 'calculate_expression', knowledgeBase: 'search_knowledge_base' }
 
 function request (messages: ChatTurn[] | string, extra: Partial<ModelRequest> = {}): ModelRequest {
   return { model: 'whatever', maxTokens: 100, messages: typeof messages === 'string' ? [{ role: 'user', content: messages }] : messages, ...extra }
@@ -51,7 +52,7 @@ test('stream: word by word, spaces kept, chunks concatenate to the exact text', 
 })
 
 test('calculator: tool_use when enabled and the message holds an expression', async (t) => {
-  const provider = createOfflineProvider({ findExpression, knowledgeKeys: ['fastify'] })
+  const provider = createOfflineProvider({ findExpression, toolNames, knowledgeKeys: ['fastify'] })
   const reply = await provider.complete(request('what is 2 + 3 * 4 in fastify?', { tools: ALL_TOOLS }))
   t.equal(reply.stopReason, 'tool_use')
   t.same(reply.content, [{ type: 'tool_use', id: 'toolu_offline_1', name: 'calculate_expression', input: { expression: '2 + 3 * 4' } }])
@@ -65,7 +66,7 @@ test('calculator: tool_use when enabled and the message holds an expression', as
 })
 
 test('knowledge base: tool_use with the message as query when it names a key', async (t) => {
-  const provider = createOfflineProvider({ findExpression, knowledgeKeys: ['fastify', 'Redis'] })
+  const provider = createOfflineProvider({ findExpression, toolNames, knowledgeKeys: ['fastify', 'Redis'] })
   const reply = await provider.complete(request('Tell me about redis please', { tools: ALL_TOOLS }))
   t.same(reply.content, [{ type: 'tool_use', id: 'toolu_offline_1', name: 'search_knowledge_base', input: { query: 'Tell me about redis please' } }])
   t.equal((await provider.complete(request('Tell me about cats', { tools: ALL_TOOLS }))).stopReason, 'end_turn')
@@ -73,7 +74,7 @@ test('knowledge base: tool_use with the message as query when it names a key', a
 })
 
 test('answers from tool results', async (t) => {
-  const provider = createOfflineProvider({ findExpression, knowledgeKeys: ['fastify'] })
+  const provider = createOfflineProvider({ findExpression, toolNames, knowledgeKeys: ['fastify'] })
   const calc: ChatTurn[] = [
     { role: 'user', content: 'what is 2 + 3 * 4?' },
     { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_offline_1', name: 'calculate_expression', input: { expression: '2 + 3 * 4' } }] },
@@ -120,4 +121,24 @@ test('abort: before the call and mid-stream', async (t) => {
   t.ok(isAbortError(error))
   t.same(seen, ['Echo:'])
   await provider.close()
+})
+
+test('/<tool> {json}: calls exactly that enabled tool with that input, then answers from its result', async (t) => {
+  const provider = createOfflineProvider({ findExpression, toolNames, knowledgeKeys: ['fastify'] })
+  const tools = [...ALL_TOOLS, spec('srv__get-sum')]
+  const call = await provider.complete(request('/srv__get-sum {"a": 2, "b": 3}', { tools }))
+  t.same(call.content, [{ type: 'tool_use', id: 'toolu_offline_1', name: 'srv__get-sum', input: { a: 2, b: 3 } }])
+  t.same((await provider.complete(request('/calculate_expression {"expression": "9-1"}', { tools }))).content,
+    [{ type: 'tool_use', id: 'toolu_offline_1', name: 'calculate_expression', input: { expression: '9-1' } }], 'over the 9-1 in the text rule')
+  t.same((await provider.complete(request('/srv__get-sum', { tools }))).content[0], { type: 'tool_use', id: 'toolu_offline_1', name: 'srv__get-sum', input: {} }, 'no object: empty input')
+  for (const text of ['/srv__get-sum [1]', '/srv__get-sum {bad json', '/srv__get-sum "x"', '/srv__nope {}', ' srv__get-sum {}', '/srv__get-sum {} trailing']) {
+    t.equal((await provider.complete(request(text, { tools }))).content[0]?.type, 'text', `not a call: ${text}`)
+  }
+  t.same((await provider.complete(request('/srv__get-sum {"a": 1}'))).content, [{ type: 'text', text: 'Echo: /srv__get-sum {"a": 1}' }], 'tools off: echo')
+  const answered = await provider.complete(request([
+    { role: 'user', content: '/srv__get-sum {"a": 2, "b": 3}' },
+    { role: 'assistant', content: call.content },
+    { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_offline_1', content: 'The sum is 5.' }] },
+  ], { tools }))
+  t.same(answered.content, [{ type: 'text', text: 'The sum is 5.' }])
 })

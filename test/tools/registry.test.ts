@@ -2,7 +2,7 @@
 import { test } from 'tap'
 import { BUILT_IN_DOCUMENTS, createKnowledgeBase } from '../../lib/tools/knowledge-base.js'
 import type { KnowledgeBase } from '../../lib/tools/knowledge-base.js'
-import { createToolRegistry, TOOL_NAMES } from '../../lib/tools/registry.js'
+import { BUILTIN_TOOL_NAMES as TOOL_NAMES, createToolRegistry } from '../../lib/tools/registry.js'
 
 const registry = createToolRegistry(createKnowledgeBase(BUILT_IN_DOCUMENTS))
 
@@ -126,4 +126,39 @@ test('a failing tool or hostile input is caught', async (t) => {
 
   const hostile = new Proxy({}, { getOwnPropertyDescriptor: () => { throw new Error('trap') } })
   t.same(await registry.run('calculate_expression', hostile), { content: 'Tool calculate_expression failed: trap', isError: true })
+})
+
+test('sources: tools come and go, a taken name is dropped, results are cut, the signal reaches the tool', async (t) => {
+  const dynamic = createToolRegistry(createKnowledgeBase(BUILT_IN_DOCUMENTS), { maxResultChars: 100 })
+  const seen: Array<AbortSignal | undefined> = []
+  const remote = (name: string, content = `ran ${name}`) => ({
+    source: 'ignored',
+    spec: { name, description: name, input_schema: { type: 'object' as const, properties: {} } },
+    run: (_input: unknown, options: { signal?: AbortSignal | undefined }) => { seen.push(options.signal); return { content, isError: false } },
+  })
+  t.same(dynamic.setSource('mcp:a', [remote('a__x'), remote('calculate_expression'), remote('a__x'), remote('a__big', 'z'.repeat(101))]), ['calculate_expression', 'a__x'])
+  t.same(dynamic.names(), ['calculate_expression', 'search_knowledge_base', 'a__x', 'a__big'])
+  t.same(dynamic.list().map((tool) => [tool.name, tool.source]), [['calculate_expression', 'builtin'], ['search_knowledge_base', 'builtin'], ['a__x', 'mcp:a'], ['a__big', 'mcp:a']])
+  t.same(await dynamic.run('calculate_expression', { expression: '1+1' }), { content: '2', isError: false }, 'the built-in kept its name')
+  const controller = new AbortController()
+  t.same(await dynamic.run('a__x', {}, { signal: controller.signal }), { content: 'ran a__x', isError: false })
+  t.equal(seen[0], controller.signal)
+  t.match((await dynamic.run('a__big', {})).content, /^z{100}\n\[Result cut: showing 100 of 101 characters \(TOOL_RESULT_MAX_CHARS\)\]$/)
+  t.same(dynamic.setSource('mcp:b', [remote('a__x'), remote('b__y')]), ['a__x'], 'another source cannot take a name')
+  t.same(dynamic.setSource('mcp:a', []), [])
+  t.same(dynamic.names(), ['calculate_expression', 'search_knowledge_base', 'b__y'])
+  t.match(await dynamic.run('a__x', {}), { isError: true, content: /^Unknown tool "a__x"\. Available tools: calculate_expression, search_knowledge_base, b__y$/ })
+})
+
+test('requireKnown: the names back, or a 422 listing each unknown index', async (t) => {
+  t.same(registry.requireKnown(['search_knowledge_base']), ['search_knowledge_base'])
+  t.same(registry.requireKnown([]), [])
+  t.throws(() => registry.requireKnown(['calculate_expression', 'nope', '__proto__']), {
+    name: 'RequestValidationError',
+    statusCode: 422,
+    issues: [
+      { loc: ['body', 'tools', 1], type: 'enum', msg: 'Unknown tool "nope"; available: calculate_expression, search_knowledge_base' },
+      { loc: ['body', 'tools', 2], type: 'enum', msg: 'Unknown tool "__proto__"; available: calculate_expression, search_knowledge_base' },
+    ],
+  })
 })
