@@ -191,7 +191,9 @@ test('a client disconnect is seen by the fake as an abort within 1 s', async (t)
   t.equal(fake.requests.length, 1, 'not retried')
   t.equal(app.llm.limiter.active, 0, 'slot given back')
   t.equal(app.streams.size, 0, 'stream closed')
-  t.same(await app.stores.conversations.recent(10), [], 'an abandoned stream is not logged')
+  // DECISIONS 13: an abandoned stream's tokens are logged, with where the counts come from.
+  const [logged] = await waitForConversations(app, 1)
+  t.match(logged, { reply: 'word0', usageSource: 'partial' }, 'an abandoned stream is logged with what it used')
 })
 
 test('concurrency: MAX_CONCURRENT_REQUESTS=2 holds for streams too', async (t) => {
