@@ -164,7 +164,7 @@ class ReadMultiplexer {
   constructor (
     readonly conn: Redis,
     readonly commands: Redis,
-    readonly options: { blockMs: number, checkMs: number, ttlMs: number, logger?: RedisLogger | undefined },
+    readonly options: { blockMs: number, checkMs: number, ttlMs: number, logger?: RedisLogger | undefined }
   ) {
     const remember = (): void => {
       conn.client('ID').then((id) => { this.#clientId = Number(id) }, () => { this.#clientId = undefined })
@@ -175,7 +175,7 @@ class ReadMultiplexer {
 
   add (follower: Follower): void {
     this.#followers.add(follower)
-    if (!this.#running) void this.#loop()
+    if (!this.#running) this.#loop().catch(() => {})
     else this.#unblock()
   }
 
@@ -335,7 +335,7 @@ export function createRedisStreamLog (redis: Redis, options: RedisStreamLogOptio
         .exec()
         .then((results) => {
           const failed = results?.find(([error]) => error !== null)
-          if (failed) throw failed[0] as Error
+          if (failed) throw failed[0] ?? new Error('Stream start failed')
         })
 
       const buffer = new EventBuffer()
@@ -383,7 +383,7 @@ export function createRedisStreamLog (redis: Redis, options: RedisStreamLogOptio
         if (timer !== undefined || flushing !== undefined || stopped) return
         timer = setTimeout(() => {
           timer = undefined
-          void runFlush()
+          runFlush().catch(() => {})
         }, delay)
         timer.unref()
       }
