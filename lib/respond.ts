@@ -8,6 +8,7 @@ import { capacityError } from './llm/limiter.js'
 import type { ChatTurn } from './llm/types.js'
 import { openSseStream } from './sse.js'
 import type { StreamFormat } from './stream-formats.js'
+import type { OpenedStream, StreamLayout } from '../plugins/resumable.js'
 
 /** Run options without the parts a route does not choose. */
 export type RunRequest = Omit<AgentRunOptions, 'provider' | 'tools' | 'streaming' | 'signal' | 'maxIterations'>
@@ -80,10 +81,13 @@ export async function answerStream (
      */
     beforeDone?: (result: AgentResult) => Promise<void>
     conversationId?: string
+    /** Resumable (DECISIONS 13): the run goes on without its client; the layout decides the resume URL. */
+    resumable?: StreamLayout | undefined
   }
 ): Promise<AgentResult | null> {
   // A full queue is known before any output: answer it as a plain 503 a client can retry, not as a stream.
   if (app.llm.limiter.full) throw capacityError()
+  if (extra?.resumable !== undefined) return await answerResumable(app, request, run, format, extra, await app.resumable.open(request, reply, format, extra.resumable))
   const sse = openSseStream(request, reply, {
     heartbeatMs: app.config.SSE_HEARTBEAT_SECONDS * 1000,
     registry: app.streams,
@@ -126,6 +130,49 @@ export async function answerStream (
 }
 
 /**
+ * The run of a resumable stream: its events go to the log, the original connection follows the log.
+ * The client leaving does not stop it; a cancel does (the stream ends with `Cancelled`). Resolves with the
+ * result once both the run and the original connection have ended.
+ */
+async function answerResumable (
+  app: FastifyInstance, request: FastifyRequest, run: RunRequest, format: StreamFormat,
+  extra: { usage?: boolean, beforeDone?: (result: AgentResult) => Promise<void>, conversationId?: string },
+  stream: OpenedStream
+): Promise<AgentResult | null> {
+  const { producer, signal } = stream
+  let result: AgentResult | null = null
+  try {
+    const events = runAgent(fullOptions(app, run, true, signal))
+    let step = await events.next()
+    while (step.done !== true) {
+      const payload = format.event(step.value)
+      if (payload !== null) producer.append(payload)
+      step = await events.next()
+    }
+    result = step.value
+    if (extra.usage) producer.append(JSON.stringify({ type: 'usage', data: result.usage }))
+    if (extra.beforeDone) await extra.beforeDone(result)
+    await producer.finish(format.done)
+    const finished = result
+    setImmediate(() => { writeConversation(app, request, { conversationId: extra.conversationId ?? request.id, messages: run.messages, result: finished }) })
+  } catch (error) {
+    if (signal.aborted || isAbortError(error)) {
+      const reason: unknown = signal.reason
+      const text = reason instanceof Error && reason.message !== '' ? reason.message : 'Cancelled'
+      request.log.info({ reason: text }, 'resumable stream stopped')
+      await producer.finish(format.error(text))
+    } else {
+      request.log.warn({ err: error }, 'stream failed')
+      await producer.finish(format.error(publicErrorText(error)))
+    }
+  } finally {
+    stream.done()
+  }
+  await stream.followed
+  return result
+}
+
+/**
  * The turns as the conversation log keeps them: image bytes (up to 20 x 5 MB a request) replaced by their
  * size, so the log's entry bound stays a memory bound.
  */
@@ -146,19 +193,24 @@ export function logConversationAfterResponse (
   app: FastifyInstance, request: FastifyRequest, reply: FastifyReply,
   entry: { conversationId: string, messages: ChatTurn[], result: AgentResult }
 ): void {
-  const write = () => {
-    app.stores.conversations.write({
-      identity: identityOf(request),
-      conversationId: entry.conversationId,
-      messages: withoutImageBytes(entry.messages),
-      reply: entry.result.content,
-      model: entry.result.model,
-      usage: entry.result.usage,
-      timestamp: new Date().toISOString(),
-    }).catch((error: unknown) => { request.log.error({ err: error }, 'conversation log write failed') })
-  }
+  const write = () => { writeConversation(app, request, entry) }
   if (reply.raw.writableFinished) setImmediate(write)
   else reply.raw.once('finish', write)
+}
+
+/** Writes the exchange to the conversation log now; a failure is only logged. */
+function writeConversation (
+  app: FastifyInstance, request: FastifyRequest, entry: { conversationId: string, messages: ChatTurn[], result: AgentResult }
+): void {
+  app.stores.conversations.write({
+    identity: identityOf(request),
+    conversationId: entry.conversationId,
+    messages: withoutImageBytes(entry.messages),
+    reply: entry.result.content,
+    model: entry.result.model,
+    usage: entry.result.usage,
+    timestamp: new Date().toISOString(),
+  }).catch((error: unknown) => { request.log.error({ err: error }, 'conversation log write failed') })
 }
 
 /** Session storage is down (Redis outage): 503 with a fixed text; the cause is logged, not shown. */

@@ -38,6 +38,7 @@ async function answerSessionStream (app: FastifyInstance, request: FastifyReques
   // The session is saved before [DONE], so a client that continues the moment it reads [DONE] finds it.
   await answerStream(app, request, reply, run, sessionChunks, {
     conversationId: sessionId,
+    ...(body.resumable === true ? { resumable: 'unversioned' as const } : {}),
     beforeDone: async (finished) => {
       await remember(finished.turns)
         .catch((error: unknown) => request.log.error({ err: error }, 'session save failed during stream'))

@@ -5,7 +5,7 @@ import { agentEvents } from '../../../lib/stream-formats.js'
 import { TOOL_NAMES } from '../../../lib/tools/registry.js'
 import { SseResponse, chatRequestSchema } from '../../../schemas/chat.js'
 import { modelErrorResponses } from '../../../schemas/common.js'
-import { runRequestFor } from './chat.js'
+import { resumableIn, runRequestFor } from './chat.js'
 
 const agentRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post('/agent/stream', {
@@ -20,7 +20,7 @@ const agentRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
   }, async (request, reply) => {
     const run = runRequestFor(app, request.body, TOOL_NAMES)
-    await answerStream(app, request, reply, run, agentEvents, { usage: true })
+    await answerStream(app, request, reply, run, agentEvents, { usage: true, ...resumableIn(request.body) })
     return reply
   })
 }

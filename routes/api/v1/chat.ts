@@ -28,6 +28,10 @@ export function runRequestFor (app: FastifyInstance, body: ChatRequestBody, defa
   }
 }
 
+/** The `answerStream` option a versioned body with `resumable: true` asks for. */
+export const resumableIn = (body: { resumable?: boolean | undefined }) =>
+  body.resumable === true ? { resumable: 'versioned' as const } : {}
+
 /** JSON answer of the versioned layout: model failures are 502 `{detail: "Model call failed: ..."}`. */
 export async function answerAgentJson (
   app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, run: RunRequest, conversationId = request.id
@@ -73,7 +77,7 @@ const chatRoutes: FastifyPluginAsyncTypebox = async (app) => {
     if ('message' in body) return await answerSimple(app, request, reply, body)
     const run = runRequestFor(app, body, [])
     if (body.stream === true) {
-      await answerStream(app, request, reply, run, textChunks)
+      await answerStream(app, request, reply, run, textChunks, resumableIn(body))
       return reply
     }
     return await answerAgentJson(app, request, reply, run)
@@ -90,7 +94,7 @@ const chatRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
   }, async (request, reply) => {
     const run = runRequestFor(app, request.body, [])
-    await answerStream(app, request, reply, run, textChunks)
+    await answerStream(app, request, reply, run, textChunks, resumableIn(request.body))
     return reply
   })
 }

@@ -7,7 +7,7 @@ import { textChunks } from '../../../lib/stream-formats.js'
 import { RequestValidationError, type ValidationIssue } from '../../../lib/validation.js'
 import { AgentResponse, MAX_IMAGE_BYTES, MAX_IMAGE_CHARS, MAX_IMAGES, SseResponse, multimodalRequestSchema } from '../../../schemas/chat.js'
 import { modelErrorResponses } from '../../../schemas/common.js'
-import { answerAgentJson, runRequestFor } from '../v1/chat.js'
+import { answerAgentJson, resumableIn, runRequestFor } from '../v1/chat.js'
 
 /** Room for every image at its largest plus the messages. */
 export const V2_BODY_LIMIT = MAX_IMAGES * MAX_IMAGE_CHARS + 2 * 1024 * 1024
@@ -35,7 +35,7 @@ const v2ChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
     if (issues.length > 0) throw new RequestValidationError(issues)
     const run = runRequestFor(app, body, [], images)
     if (body.stream === true) {
-      await answerStream(app, request, reply, run, textChunks)
+      await answerStream(app, request, reply, run, textChunks, resumableIn(body))
       return reply
     }
     return await answerAgentJson(app, request, reply, run)
