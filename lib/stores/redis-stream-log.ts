@@ -1,5 +1,5 @@
 // Redis stream event log: Redis Streams per stream, batched appends, one multiplexed XREAD BLOCK, owner leases.
-import { randomUUID } from 'node:crypto'
+import { createHash, randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { defineScript, hashKey, waitForRedis, type Redis, type RedisLogger } from './redis-client.js'
 import {
@@ -20,7 +20,7 @@ export interface RedisStreamLogOptions {
   logger?: RedisLogger
   /** Producer lease; a reader that sees it lapse ends the stream as interrupted. Default 10 s (detection within about 15 s). */
   leaseMs?: number
-  /** Appends are batched: one script call per stream every this many ms. Default 20. */
+  /** Appends are batched: one pipeline for every stream of the process every this many ms. Default 50. */
   flushMs?: number
   /** Longest XREAD BLOCK. Default 5000. */
   blockMs?: number
@@ -41,12 +41,21 @@ export function streamKeys (prefix: string, id: string) {
 const cancelChannel = (prefix: string): string => `${prefix}stream-cancel`
 
 // Appends the pending events (skipping any already stored), ends the stream when ARGV[2] names the terminal id,
-// and sets the expiry in the same call. Refuses once the stream is finished (a reader declared it interrupted).
-const APPEND = defineScript(`
-if redis.call('HGET', KEYS[2], 'state') ~= 'running' then return 0 end
+// and sets the expiry in the same call. The first call (ARGV[5] = '1') creates the stream's meta and lease.
+// Refuses once the stream is finished (a reader declared it interrupted). ARGV: 1 ttl ms, 2 terminal id or '',
+// 3 lease ms, 4 lease token, 5 create flag, 6 owner hash, 7 format, 8 cancelled payload, 9 interrupted payload,
+// then id, payload pairs.
+const APPEND_LUA = `
+local state = redis.call('HGET', KEYS[2], 'state')
+if not state and ARGV[5] == '1' then
+  redis.call('HSET', KEYS[2], 'owner', ARGV[6], 'format', ARGV[7], 'state', 'running', 'last', 0, 'pc', ARGV[8], 'pi', ARGV[9])
+  redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[3])
+  state = 'running'
+end
+if state ~= 'running' then return 0 end
 local stored = tonumber(redis.call('HGET', KEYS[2], 'last') or '0')
 local last = stored
-for i = 3, #ARGV, 2 do
+for i = 10, #ARGV, 2 do
   local seq = tonumber(ARGV[i])
   if seq > last then
     if ARGV[i] == ARGV[2] then
@@ -65,17 +74,17 @@ end
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
 return 1
-`)
+`
 
 // Keeps the lease and the expiry of a running stream; answers -1 when finished or gone, else 1 when a cancel is pending.
-const REFRESH = defineScript(`
+const REFRESH_LUA = `
 if redis.call('HGET', KEYS[2], 'state') ~= 'running' then return -1 end
 redis.call('SET', KEYS[3], ARGV[3], 'PX', ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
 if redis.call('HGET', KEYS[2], 'cancel') then return 1 end
 return 0
-`)
+`
 
 // Shared by CANCEL and INTERRUPT: append the terminal payload ARGV[2] after the last stored event and finish.
 const END_HERE = `
@@ -260,6 +269,23 @@ class ReadMultiplexer {
   }
 }
 
+/** A stream this process produces: its events in memory, and how far they reached Redis. */
+interface LocalStream {
+  id: string
+  keys: ReturnType<typeof streamKeys>
+  buffer: EventBuffer
+  controller: AbortController
+  /** owner hash, format, cancelled payload, interrupted payload: written by the first flush. */
+  header: [string, string, string, string]
+  created: boolean
+  /** Events 1..flushed are in Redis. */
+  flushed: number
+  inFlight: boolean
+  stopped: boolean
+  /** `finish` callers waiting for the next write attempt. */
+  flushWaiters: Array<() => void>
+}
+
 /**
  * The Redis {@link StreamLog}. Per stream: `<prefix>{stream:<id>}:events` (a Redis stream, entry ids
  * `0-<n>`, field `p` the payload, `t` on the terminal event), `:meta` (hash: owner hash, format, state,
@@ -271,12 +297,12 @@ class ReadMultiplexer {
 export function createRedisStreamLog (redis: Redis, options: RedisStreamLogOptions): StreamLog {
   const ttlMs = options.ttlSeconds * 1000
   const leaseMs = options.leaseMs ?? 10_000
-  const flushMs = options.flushMs ?? 20
+  const flushMs = options.flushMs ?? 50
   const blockMs = Math.min(options.blockMs ?? 5000, leaseMs)
   const groupOf = options.groupOf ?? (() => '')
   const token = randomUUID()
   const logger = options.logger
-  const producers = new Map<string, { controller: AbortController, stop: () => void }>()
+  const producers = new Map<string, LocalStream>()
   const readers = new Map<string, { mux: ReadMultiplexer, conn: Redis }>()
   let subscriber: Redis | undefined
   let closed = false
@@ -316,105 +342,147 @@ export function createRedisStreamLog (redis: Redis, options: RedisStreamLogOptio
     logger?.warn({ err: { message: (error as Error).message } }, 'stream log write failed; the live client keeps its stream, writes are retried')
   }
 
+  const appendSha = createHash('sha1').update(APPEND_LUA).digest('hex')
+  const refreshSha = createHash('sha1').update(REFRESH_LUA).digest('hex')
+  const loadScripts = async (): Promise<void> => {
+    await Promise.all([redis.script('LOAD', APPEND_LUA), redis.script('LOAD', REFRESH_LUA)])
+  }
+
+  const stopLocal = (local: LocalStream): void => {
+    local.stopped = true
+    producers.delete(local.id)
+    for (const resolve of local.flushWaiters.splice(0)) resolve()
+  }
+
+  /**
+   * One pipeline per `flushMs` for every stream of this process with new events (not one round trip per
+   * token or per stream), and one per lease period for every lease. A failed write is kept and retried.
+   */
+  const writer = {
+    dirty: new Set<LocalStream>(),
+    timer: undefined as NodeJS.Timeout | undefined,
+    failing: false,
+    /** Queues `local` for the next pipeline; `soon`: that pipeline goes out on the next turn of the event loop. */
+    mark (local: LocalStream, soon = false): void {
+      if (local.stopped) return
+      this.dirty.add(local)
+      if (soon && !this.failing) {
+        clearTimeout(this.timer)
+        this.timer = undefined
+      }
+      this.timer ??= setTimeout(() => { this.flush().catch(() => {}) }, this.failing ? 250 : soon ? 0 : flushMs)
+    },
+    async flush (): Promise<void> {
+      this.timer = undefined
+      const batch = [...this.dirty].filter((local) => !local.inFlight && !local.stopped)
+      for (const local of batch) this.dirty.delete(local)
+      if (batch.length === 0) return
+      const pipeline = redis.pipeline()
+      const sent = batch.map((local) => {
+        const upTo = local.buffer.lastId
+        const args: Array<string | number> = [
+          ttlMs, local.buffer.finished ? upTo : '', leaseMs, token, local.created ? '0' : '1', ...local.header,
+        ]
+        for (let seq = local.flushed + 1; seq <= upTo; seq++) args.push(seq, (local.buffer.entries[seq - 1] as StreamEntry).payload)
+        local.inFlight = true
+        pipeline.evalsha(appendSha, 3, local.keys.events, local.keys.meta, local.keys.lease, ...args)
+        return { local, upTo, waiters: local.flushWaiters.splice(0) }
+      })
+      let results: Array<[Error | null, unknown]> | null = null
+      let failure: unknown
+      try {
+        results = await pipeline.exec()
+      } catch (error) {
+        failure = error
+      }
+      let failed = false
+      for (const [index, { local, upTo, waiters }] of sent.entries()) {
+        local.inFlight = false
+        const [error, written] = results?.[index] ?? [failure ?? new Error('no reply'), null]
+        if (error === null) {
+          local.created = true
+          local.flushed = Math.max(local.flushed, upTo)
+          // 0: someone else ended it (a reader found the lease lapsed): nothing more goes to Redis.
+          if (written === 0 || (local.buffer.finished && local.flushed === local.buffer.lastId)) stopLocal(local)
+        } else {
+          failed = true
+          failure ??= error
+        }
+        for (const resolve of waiters) resolve()
+        if (!local.stopped && local.buffer.lastId > local.flushed) this.dirty.add(local)
+      }
+      if (failed) {
+        if (failure instanceof Error && failure.message.startsWith('NOSCRIPT')) await loadScripts().catch(() => {})
+        logWrite(failure, false)
+      } else {
+        logWrite(undefined, true)
+      }
+      this.failing = failed
+      if (this.dirty.size > 0) this.timer ??= setTimeout(() => { this.flush().catch(() => {}) }, failed ? 250 : flushMs)
+    },
+  }
+
+  const refresher = setInterval(() => {
+    const leased = [...producers.values()].filter((local) => local.created && !local.stopped)
+    if (leased.length === 0) return
+    const pipeline = redis.pipeline()
+    for (const local of leased) pipeline.evalsha(refreshSha, 3, local.keys.events, local.keys.meta, local.keys.lease, ttlMs, leaseMs, token)
+    pipeline.exec().then((results) => {
+      for (const [index, local] of leased.entries()) {
+        const [error, answer] = results?.[index] ?? [null, null]
+        if (error instanceof Error && error.message.startsWith('NOSCRIPT')) {
+          loadScripts().catch(() => {})
+          return
+        }
+        if (answer === 1) local.controller.abort(new DOMException('Cancelled', 'AbortError'))
+        if (answer === -1 && local.flushed === local.buffer.lastId) stopLocal(local)
+      }
+    }, () => {})
+  }, leaseMs / 3)
+  refresher.unref()
+  redis.on('ready', () => { loadScripts().catch(() => {}) })
+  if (redis.status === 'ready') loadScripts().catch(() => {})
+
   return {
     async start (id, startOptions: StreamStartOptions) {
       if (closed) throw new Error('Stream log is closed')
       subscribe()
-      const keys = streamKeys(options.prefix, id)
-      await redis.multi()
-        .hset(keys.meta, {
-          owner: hashKey(startOptions.owner),
-          format: startOptions.format,
-          state: 'running',
-          last: 0,
-          pc: startOptions.cancelledPayload,
-          pi: startOptions.interruptedPayload,
-        })
-        .pexpire(keys.meta, ttlMs)
-        .set(keys.lease, token, 'PX', leaseMs)
-        .exec()
-        .then((results) => {
-          const failed = results?.find(([error]) => error !== null)
-          if (failed) throw failed[0] ?? new Error('Stream start failed')
-        })
-
-      const buffer = new EventBuffer()
-      const controller = new AbortController()
-      /** Events 1..flushed are in Redis. */
-      let flushed = 0
-      let flushing: Promise<void> | undefined
-      let timer: NodeJS.Timeout | undefined
-      let stopped = false
-
-      const stop = (): void => {
-        stopped = true
-        clearInterval(refresher)
-        clearTimeout(timer)
-        producers.delete(id)
+      const local: LocalStream = {
+        id,
+        keys: streamKeys(options.prefix, id),
+        buffer: new EventBuffer(),
+        controller: new AbortController(),
+        header: [hashKey(startOptions.owner), startOptions.format, startOptions.cancelledPayload, startOptions.interruptedPayload],
+        created: false,
+        flushed: 0,
+        inFlight: false,
+        stopped: false,
+        flushWaiters: [],
       }
-      producers.set(id, { controller, stop })
-
-      /** Sends events flushed+1.. in one script call; true when they are stored (or need not be). */
-      const flush = async (): Promise<boolean> => {
-        const upTo = buffer.lastId
-        if (upTo <= flushed || stopped) return true
-        const args: Array<string | number> = [ttlMs, buffer.finished ? upTo : '']
-        for (let seq = flushed + 1; seq <= upTo; seq++) args.push(seq, (buffer.entries[seq - 1] as StreamEntry).payload)
-        try {
-          const written = await APPEND.run(redis, [keys.events, keys.meta, keys.lease], args)
-          logWrite(undefined, true)
-          flushed = upTo
-          // 0: someone else ended it (a reader found the lease lapsed): nothing more goes to Redis.
-          if (written === 0 || (buffer.finished && flushed === buffer.lastId)) stop()
-          return true
-        } catch (error) {
-          logWrite(error, false)
-          return false
-        }
-      }
-      const runFlush = async (): Promise<void> => {
-        flushing = flush().then((ok) => {
-          flushing = undefined
-          if (!stopped && buffer.lastId > flushed) schedule(ok ? flushMs : 250)
-        })
-        await flushing
-      }
-      const schedule = (delay: number): void => {
-        if (timer !== undefined || flushing !== undefined || stopped) return
-        timer = setTimeout(() => {
-          timer = undefined
-          runFlush().catch(() => {})
-        }, delay)
-        timer.unref()
-      }
-
-      const refresher = setInterval(() => {
-        REFRESH.run(redis, [keys.events, keys.meta, keys.lease], [ttlMs, leaseMs, token]).then((answer) => {
-          if (answer === 1) controller.abort(new DOMException('Cancelled', 'AbortError'))
-          if (answer === -1 && flushed === buffer.lastId) stop()
-        }, () => {})
-      }, leaseMs / 3)
-      refresher.unref()
-
+      producers.set(id, local)
+      // The stream is created by a write at once, in one pipeline with every other stream started meanwhile.
+      // While Redis is down the attempt fails fast and is retried: the live client still gets its stream.
+      await new Promise<void>((resolve) => {
+        local.flushWaiters.push(resolve)
+        writer.mark(local, true)
+      })
       const producer: StreamProducer = {
         id,
-        cancelSignal: controller.signal,
+        cancelSignal: local.controller.signal,
         append (payload) {
-          const eventId = buffer.push(payload, false)
-          schedule(flushMs)
+          const eventId = local.buffer.push(payload, false)
+          writer.mark(local)
           return eventId
         },
         async finish (payload) {
-          if (buffer.push(payload, true) < 0) return
-          // The terminal event goes out at once; while Redis is down it is retried like any write.
-          clearTimeout(timer)
-          timer = undefined
-          if (flushing !== undefined) await flushing
-          clearTimeout(timer)
-          timer = undefined
-          if (!stopped && flushed < buffer.lastId) await runFlush()
+          if (local.buffer.push(payload, true) < 0) return
+          // Resolves after the next write attempt that carries the terminal event (retried while Redis is down).
+          await new Promise<void>((resolve) => {
+            local.flushWaiters.push(resolve)
+            writer.mark(local)
+          })
         },
-        follow: (after, signal) => buffer.read(after, signal),
+        follow: (after, signal) => local.buffer.read(after, signal),
       }
       return producer
     },
@@ -493,7 +561,9 @@ export function createRedisStreamLog (redis: Redis, options: RedisStreamLogOptio
       readers.clear()
       subscriber?.disconnect()
       // Running producers stop writing and refreshing their leases: to readers elsewhere, this process died.
-      for (const { stop } of [...producers.values()]) stop()
+      clearInterval(refresher)
+      clearTimeout(writer.timer)
+      for (const local of [...producers.values()]) stopLocal(local)
     },
   }
 }

@@ -198,3 +198,20 @@ test('an upstream failure ends a resumable stream with the error, replayed the s
   t.same((await readIdEvents(await resume(base, path))).events, events)
   t.equal((await cancel(base, path)).status, 409, 'a failed stream is finished')
 })
+
+test('OpenAPI documents resume (text/event-stream) and cancel in both layouts, and resumable on stream bodies', async (t) => {
+  const { app } = await buildFakeApp(t)
+  const doc = (await app.inject('/docs/json')).json() as {
+    paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, unknown> }>, requestBody?: { content: Record<string, { schema: { properties?: Record<string, unknown> } }> } }>>
+  }
+  for (const prefix of ['/api/v1', '']) {
+    const get = doc.paths[`${prefix}/streams/{id}`]?.get
+    t.ok(get?.responses['200']?.content?.['text/event-stream'], `${prefix}/streams/{id}: text/event-stream`)
+    t.ok(get?.responses['404'] && get.responses['400'] && get.responses['503'], 'its 400, 404 and 503')
+    const cancelOp = doc.paths[`${prefix}/streams/{id}/cancel`]?.post
+    t.ok(cancelOp?.responses['202'] && cancelOp.responses['409'], `${prefix}/streams/{id}/cancel: 202 and 409`)
+  }
+  for (const path of ['/api/v1/chat/stream', '/api/v1/agent/stream', '/chat/stream']) {
+    t.ok(doc.paths[path]?.post?.requestBody?.content['application/json']?.schema.properties?.resumable, `${path} takes resumable`)
+  }
+})
