@@ -2,8 +2,9 @@
 import { randomUUID } from 'node:crypto'
 import fp from 'fastify-plugin'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { UsageReport } from '../lib/agent/events.js'
 import { HttpError } from '../lib/errors.js'
-import { openSseStream, type SseWriter } from '../lib/sse.js'
+import { openSseStream, type SseWriter } from '../lib/http/sse.js'
 import type { StreamEntry, StreamProducer } from '../lib/stores/stream-log.js'
 import { agentEvents, sessionChunks, textChunks, type StreamFormat } from '../lib/stream-formats.js'
 
@@ -15,12 +16,28 @@ export function resumeUrl (layout: StreamLayout, id: string): string {
   return layout === 'versioned' ? `/api/v1/streams/${id}` : `/streams/${id}`
 }
 
+/** The `app.agent.stream` option a body with `resumable: true` asks for, in `layout`. */
+export function resumableIn (body: { resumable?: boolean | undefined }, layout: StreamLayout): { resumable?: StreamLayout } {
+  return body.resumable === true ? { resumable: layout } : {}
+}
+
+/** No usage known: what a terminal payload written without its producer is formatted with (only its last payload is kept). */
+const NO_USAGE: UsageReport = { input_tokens: 0, output_tokens: 0, model: '', source: 'estimated' }
+
+/** The last payload of `format`'s error message: the terminal event a cancel or an interrupt writes on its own. */
+const terminalError = (format: StreamFormat, message: string): string => format.error(message, NO_USAGE).at(-1) ?? message
+
 /** The name a stream's format is recorded under. */
 export function formatName (format: StreamFormat): string {
   if (format === agentEvents) return 'agent'
   if (format === sessionChunks) return 'session'
   if (format === textChunks) return 'text'
   return 'custom'
+}
+
+/** Who is calling (set by the auth plugin): only this identity may read or cancel its streams. */
+export function identityOf (request: FastifyRequest): string {
+  return request.identity || `ip:${request.ip}`
 }
 
 /** The stream store is down (Redis outage): 503 with a fixed text; the cause is logged, not shown. */
@@ -69,10 +86,10 @@ function createResumable (app: FastifyInstance) {
     async open (request: FastifyRequest, reply: FastifyReply, format: StreamFormat, layout: StreamLayout): Promise<OpenedStream> {
       const id = randomUUID()
       const producer = await app.stores.streamLog.start(id, {
-        owner: request.identity || `ip:${request.ip}`,
+        owner: identityOf(request),
         format: formatName(format),
-        cancelledPayload: format.error('Cancelled'),
-        interruptedPayload: format.error('Stream interrupted'),
+        cancelledPayload: terminalError(format, 'Cancelled'),
+        interruptedPayload: terminalError(format, 'Stream interrupted'),
       }).catch(streamStoreDown)
       const controller = new AbortController()
       runs.add(controller)
@@ -80,11 +97,8 @@ function createResumable (app: FastifyInstance) {
       producer.cancelSignal.addEventListener('abort', onCancel, { once: true })
       reply.header('x-stream-id', id)
       reply.header('content-location', resumeUrl(layout, id))
-      const sse = openSseStream(request, reply, {
-        heartbeatMs: app.config.SSE_HEARTBEAT_SECONDS * 1000,
-        registry: app.streams,
-        formatError: format.error,
-      })
+      // No formatError: on shutdown the run itself ends the stream in the log (replayable elsewhere).
+      const sse = openSseStream(request, reply, { heartbeatMs: app.config.SSE_HEARTBEAT_SECONDS * 1000, registry: app.streams })
       return {
         producer,
         signal: controller.signal,

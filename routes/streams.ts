@@ -2,10 +2,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { HttpError } from '../lib/errors.js'
-import { identityOf } from '../lib/respond.js'
-import { openSseStream } from '../lib/sse.js'
+import { openSseStream } from '../lib/http/sse.js'
 import { parseEventId } from '../lib/stores/stream-log.js'
-import { pipeEntries, streamStoreDown, type StreamLayout } from '../plugins/resumable.js'
+import { identityOf, pipeEntries, streamStoreDown, type StreamLayout } from '../plugins/resumable.js'
 import { SseResponse } from '../schemas/chat.js'
 import { CancelAccepted, ResumeHeaders, ResumeQuery, StreamParams } from '../schemas/streams.js'
 

@@ -2,7 +2,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { test } from 'tap'
 import { assertSseHeaders } from '../helpers/sse-client.js'
-import { buildFakeApp, listen, postJson } from '../helpers/fake-app.js'
+import { buildFakeApp, listen, postJson, waitForConversations } from '../helpers/fake-app.js'
 import { cancel, readIdEvents, resume } from '../helpers/resumable.js'
 
 const ask = (content: string, extra: Record<string, unknown> = {}) => ({ messages: [{ role: 'user', content }], ...extra })
@@ -109,11 +109,15 @@ test('cancel in each layout: 202, upstream aborted, the layout\'s Cancelled mess
       t.equal(answer.status, 202)
       const { events } = await reading
       t.equal(events.at(-1)?.data, c.cancelled)
+      if (c.path.includes('agent')) t.match(JSON.parse(events.at(-2)?.data ?? '{}'), { type: 'usage', data: { model: String, source: String } }, 'usage before Cancelled')
       t.ok(events.length < 300, `stopped early (${events.length} events)`)
       t.equal((await fake.settled(0)).aborted, true, 'upstream aborted')
       t.equal((await cancel(base, path)).status, 409, 'a second cancel: 409')
       const replay = await readIdEvents(await resume(base, path))
       t.equal(replay.events.at(-1)?.data, c.cancelled, 'the replay ends the same way')
+      const [record] = await waitForConversations(app, 1)
+      t.match(record, { usageSource: 'partial', reply: String }, 'the cancelled run is in the conversation log with partial usage')
+      t.ok((record?.usage.input_tokens ?? 0) > 0, 'its input tokens counted')
     })
   }
 })
@@ -127,7 +131,8 @@ test('cancel stops tool runs: no model call after the cancel', async (t) => {
   await fake.waitForRequests(1)
   t.equal((await cancel(base, path)).status, 202)
   const { events } = await readIdEvents(response)
-  t.same(events.map((e) => JSON.parse(e.data).type), ['error'])
+  t.same(events.map((e) => JSON.parse(e.data).type), ['usage', 'error'], 'the usage, then Cancelled')
+  t.match(JSON.parse(events[0]?.data ?? '{}'), { type: 'usage', data: { input_tokens: Number, output_tokens: Number, model: String, source: String } })
   await sleep(100)
   t.equal(fake.requests.length, 1, 'no further model call')
 })
