@@ -13,10 +13,11 @@ export interface RedisStreamLogOptions {
   /** How long a stream stays replayable after its last write (STREAM_RESUME_TTL_SECONDS). */
   ttlSeconds: number
   /**
-   * Opens a dedicated connection for blocking reads (and the cancel subscription). It must not share the
-   * command timeout of the main client: a blocking read waits up to `blockMs`.
+   * Opens a dedicated connection for blocking reads (one per `groupOf` group) and for the cancel
+   * subscription. It must not share the command timeout of the main client: a blocking read waits up to
+   * `blockMs`. In a cluster, `group` tells which node a reader connection must reach.
    */
-  connect: (purpose: 'reader' | 'subscriber') => Redis
+  connect: (purpose: 'reader' | 'subscriber', group?: string) => Redis
   logger?: RedisLogger
   /** Producer lease; a reader that sees it lapse ends the stream as interrupted. Default 10 s (detection within about 15 s). */
   leaseMs?: number
@@ -25,8 +26,10 @@ export interface RedisStreamLogOptions {
   /** Longest XREAD BLOCK. Default 5000. */
   blockMs?: number
   /**
-   * Which reader connection follows a stream key. Standalone Redis: one group. In a Redis Cluster a
-   * multi-key XREAD must stay within one hash slot, so group by slot (`cluster-key-slot` of the key).
+   * Which reader connection follows a stream key. Standalone Redis: one group (one connection, one XREAD
+   * over every followed stream). In a Redis Cluster a multi-key XREAD must stay within one hash slot
+   * (CROSSSLOT otherwise), so group by slot (`cluster-key-slot` of the key) and let `connect` open each
+   * group's connection on the node that owns the slot.
    */
   groupOf?: (eventsKey: string) => string
 }
@@ -312,7 +315,7 @@ export function createRedisStreamLog (redis: Redis, options: RedisStreamLogOptio
     const group = groupOf(eventsKey)
     let reader = readers.get(group)
     if (reader === undefined) {
-      const conn = options.connect('reader')
+      const conn = options.connect('reader', group)
       reader = { conn, mux: new ReadMultiplexer(conn, redis, { blockMs, checkMs: leaseMs / 2, ttlMs, logger }) }
       readers.set(group, reader)
     }

@@ -25,6 +25,27 @@ test('redis stream log: contract', async (t) => {
   }), true)
 })
 
+test('redis stream log: contract with followers in one group per stream (as a Redis Cluster groups them by slot)', async (t) => {
+  const env = await requireRedis(t)
+  if (env === null) return
+  const redis = await env.connect()
+  const prefix = `${env.prefix}${randomUUID()}:`
+  const groups: string[] = []
+  streamLogContract(t, async ({ ttlSeconds, leaseMs }) => createRedisStreamLog(redis, {
+    prefix,
+    ttlSeconds,
+    leaseMs,
+    groupOf: (key) => key,
+    connect: (_purpose, group) => {
+      if (group !== undefined) groups.push(group)
+      return createRedisClient(env.url, { commandTimeoutMs: 8000 })
+    },
+  }), true)
+  t.test('one reader connection per group', async (t) => {
+    t.ok(new Set(groups).size > 1, `${new Set(groups).size} groups, one connection each`)
+  })
+})
+
 test('memory stream log: the byte budget drops finished streams, oldest finished first, never running ones', async (t) => {
   const log = createMemoryStreamLog({ ttlSeconds: 600, maxBytes: 20_000 })
   t.teardown(async () => await log.close())
