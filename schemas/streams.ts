@@ -7,13 +7,12 @@ export const StreamParams = Type.Object({
 
 export const ResumeQuery = Type.Object({
   last_event_id: Type.Optional(Type.String({
-    maxLength: 32,
     description: 'Replay after this event id (the `id:` of the last event received); the `Last-Event-ID` header wins when both are given',
   })),
 })
 
 export const ResumeHeaders = Type.Object({
-  'last-event-id': Type.Optional(Type.String({ maxLength: 32, description: 'Replay after this event id, as EventSource sends it on reconnect' })),
+  'last-event-id': Type.Optional(Type.String({ description: 'Replay after this event id, as EventSource sends it on reconnect' })),
 })
 
 export const CancelAccepted = Type.Object({

@@ -32,6 +32,13 @@ test('a resumable agent stream: X-Stream-Id, Content-Location, increasing ids; a
   t.equal(again.raw, original.raw, 'same framing byte for byte')
 })
 
+test('resumable must be a boolean', async (t) => {
+  const { app } = await buildFakeApp(t)
+  const answer = await app.inject({ method: 'POST', url: '/api/v1/agent/stream', payload: ask('hi', { resumable: 'yes' }) })
+  t.equal(answer.statusCode, 422)
+  t.match(answer.json(), { detail: [{ loc: ['body', 'resumable'] }] })
+})
+
 test('a stream that is not resumable is unchanged: no ids, no stream headers', async (t) => {
   const { app, fake } = await buildFakeApp(t)
   const base = await listen(t, app)
@@ -90,6 +97,7 @@ test('cancel in each layout: 202, upstream aborted, the layout\'s Cancelled mess
     { path: '/api/v1/agent/stream', body: ask('hi', { resumable: true }), cancelled: '{"type":"error","data":"Cancelled"}', base: '/api/v1/streams/' },
     { path: '/api/v1/chat/stream', body: ask('hi', { resumable: true }), cancelled: '[ERROR] Cancelled', base: '/api/v1/streams/' },
     { path: '/api/v1/chat', body: ask('hi', { resumable: true, stream: true }), cancelled: '[ERROR] Cancelled', base: '/api/v1/streams/' },
+    { path: '/api/v2/chat', body: ask('hi', { resumable: true, stream: true }), cancelled: '[ERROR] Cancelled', base: '/api/v1/streams/' },
     { path: '/chat/stream', body: { message: 'hi', resumable: true }, cancelled: "{'error': 'Cancelled'}", base: '/streams/' },
     { path: '/chat', body: { message: 'hi', resumable: true, stream: true }, cancelled: "{'error': 'Cancelled'}", base: '/streams/' },
   ]
@@ -144,7 +152,7 @@ test('bad ids: malformed or never had is 400; unknown stream 404', async (t) => 
   const response = await postJson(`${base}/api/v1/chat/stream`, ask('hi', { resumable: true }))
   const path = response.headers.get('content-location') ?? ''
   await readIdEvents(response)
-  for (const bad of ['abc', '-1', '0', '1.5', '01', '99999999999999999999']) {
+  for (const bad of ['abc', '-1', '0', '1.5', '01', '99999999999999999999', '7'.repeat(5000)]) {
     const answer = await resume(base, path, bad)
     t.equal(answer.status, 400, `Last-Event-ID ${bad}`)
     t.match(await answer.json(), { detail: String })
