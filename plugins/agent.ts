@@ -98,7 +98,8 @@ function createAgent (app: FastifyInstance) {
         timestamp: new Date().toISOString(),
       }).catch((error: unknown) => { request.log.error({ err: error }, 'conversation log write failed') })
     }
-    if (reply === null || reply.raw.writableFinished) setImmediate(write)
+    // A client that left has closed the response already: write now rather than wait for a 'close' gone by.
+    if (reply === null || reply.raw.writableFinished || reply.raw.destroyed) setImmediate(write)
     else reply.raw.once('close', write)
   }
 

@@ -5,7 +5,7 @@ import { withInstrumentation, type ModelCallRecorder } from '../lib/llm/instrume
 import { createLimiter, withLimiter, type Limiter } from '../lib/llm/limiter.js'
 import { createOfflineProvider } from '../lib/llm/offline.js'
 import type { LLMProvider } from '../lib/llm/types.js'
-import { findArithmeticExpression } from '../lib/tools/calculator.js'
+import { findArithmeticExpression } from '../lib/llm/arithmetic-in-text.js'
 
 export interface LLM {
   provider: LLMProvider
@@ -41,13 +41,9 @@ export default fp<LLMPluginOptions>(async (app, options) => {
     base = createOfflineProvider({ knowledgeKeys: app.knowledgeBase.keys(), findExpression: findArithmeticExpression })
     app.log.info('LLM_PROVIDER=offline: answering with the embedded offline model (no network)')
   }
-  const { llmRequestDuration, llmTokens, llmTimeToFirstToken } = app.metrics
+  const { llmRequestDuration, llmTimeToFirstToken } = app.metrics
   const recorder: ModelCallRecorder = {
     call: (model, outcome, seconds) => llmRequestDuration.observe({ model, outcome }, seconds),
-    tokens: (model, usage) => {
-      llmTokens.inc({ model, type: 'input' }, usage.input_tokens)
-      llmTokens.inc({ model, type: 'output' }, usage.output_tokens)
-    },
     firstToken: (model, seconds) => llmTimeToFirstToken.observe({ model }, seconds),
   }
   const limiter = createLimiter({ maxConcurrent: config.MAX_CONCURRENT_REQUESTS, maxQueue: config.MAX_QUEUE })

@@ -1,13 +1,12 @@
-// Wraps a provider so every model call reports its duration, outcome, tokens and time to first token.
+// Wraps a provider so every model call reports its duration, outcome and time to first token (tokens: plugins/agent.ts).
 import { isAbortError } from './abort.js'
-import type { LLMProvider, ModelRequest, ModelStreamEvent, Usage } from './types.js'
+import type { LLMProvider, ModelRequest, ModelStreamEvent } from './types.js'
 
 export type CallOutcome = 'ok' | 'error' | 'aborted'
 
 /** Where the measurements go (the metrics plugin). */
 export interface ModelCallRecorder {
   call (model: string, outcome: CallOutcome, seconds: number): void
-  tokens (model: string, usage: Usage): void
   firstToken (model: string, seconds: number): void
 }
 
@@ -22,7 +21,6 @@ export function withInstrumentation (provider: LLMProvider, recorder: ModelCallR
       try {
         const message = await provider.complete(request)
         recorder.call(request.model, 'ok', (performance.now() - started) / 1000)
-        recorder.tokens(message.model, message.usage)
         return message
       } catch (error) {
         recorder.call(request.model, outcomeOf(error), (performance.now() - started) / 1000)
@@ -39,10 +37,7 @@ export function withInstrumentation (provider: LLMProvider, recorder: ModelCallR
             first = false
             recorder.firstToken(request.model, (performance.now() - started) / 1000)
           }
-          if (event.type === 'message') {
-            outcome = 'ok'
-            recorder.tokens(event.message.model, event.message.usage)
-          }
+          if (event.type === 'message') outcome = 'ok'
           yield event
         }
       } catch (error) {

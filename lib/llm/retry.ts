@@ -1,4 +1,5 @@
 // Retry policy of model calls (DECISIONS section 8): bounded exponential back-off, retry-after honoured within bounds.
+import { setTimeout as sleep } from 'node:timers/promises'
 import { AbortError, isAbortError, throwIfAborted } from './abort.js'
 
 /** How often and how long to retry. Seconds, as the configuration gives them. */
@@ -110,25 +111,6 @@ export function backoffSeconds (attempt: number, policy: RetryPolicy, retryAfter
   return Math.min(policy.maxSeconds, Math.max(policy.minSeconds, wanted))
 }
 
-/** Resolves after `ms`, or rejects with an AbortError as soon as `signal` fires. */
-export function sleep (ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted === true) {
-      reject(new AbortError(undefined, { cause: signal.reason }))
-      return
-    }
-    const onAbort = (): void => {
-      clearTimeout(timer)
-      reject(new AbortError(undefined, { cause: signal?.reason }))
-    }
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort)
-      resolve()
-    }, ms)
-    signal?.addEventListener('abort', onAbort, { once: true })
-  })
-}
-
 /**
  * Runs `fn` (given the 1-based attempt number) until it succeeds, fails with an error that is
  * not retryable, or `policy.maxAttempts` attempts have failed; then rethrows the last error as is.
@@ -157,7 +139,11 @@ export async function withRetry<T> (
       const info: RetryInfo = { attempt, delayMs, error }
       if (upstreamWait !== undefined) info.retryAfterSeconds = upstreamWait
       onRetry?.(info)
-      await sleep(delayMs, signal)
+      try {
+        await sleep(delayMs, undefined, signal === undefined ? undefined : { signal })
+      } catch (abort) {
+        throw new AbortError(undefined, { cause: signal?.reason ?? abort })
+      }
     }
   }
 }

@@ -15,7 +15,7 @@ export interface RedisConversationLogOptions {
   approximate?: boolean
 }
 
-function isRecord (value: unknown): value is ConversationRecord {
+function isConversationRecord (value: unknown): value is ConversationRecord {
   if (typeof value !== 'object' || value === null) return false
   const r = value as Record<string, unknown>
   return typeof r.identity === 'string' && typeof r.conversationId === 'string' &&
@@ -29,7 +29,7 @@ function parseEntry (entry: unknown): ConversationRecord {
     if (fields[i] !== 'data') continue
     const data = fields[i + 1]
     const record: unknown = typeof data === 'string' ? JSON.parse(data) : undefined
-    if (isRecord(record)) return record
+    if (isConversationRecord(record)) return record
   }
   throw new Error('Malformed conversation record in Redis stream')
 }

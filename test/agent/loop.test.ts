@@ -3,9 +3,8 @@
 import { test } from 'tap'
 import { TOOL_RESULT_PREVIEW_CHARS, truncateChars } from '../../lib/agent/run.js'
 import { readSse } from '../helpers/sse-client.js'
-import {
-  buildFakeApp, eventShape, listen, postJson, readAgentEvents, upstreamMessages,
-} from '../helpers/agent.js'
+import { eventShape, readAgentEvents, upstreamMessages } from '../helpers/agent.js'
+import { buildFakeApp, listen, postJson } from '../helpers/fake-app.js'
 
 const CALC = 'calculate_expression'
 const KB = 'search_knowledge_base'
@@ -40,12 +39,12 @@ test('tool_use, then tool_result with the same id, then the final text (POST /ch
 
 test('two tool calls in one turn: both results in one user turn, ids matching, in order (agent stream)', async (t) => {
   const { fake, app } = await buildFakeApp(t)
-  const base = await listen(app)
+  const base = await listen(t, app)
   fake.enqueue(
     { kind: 'tool_use', tools: [{ name: CALC, input: { expression: '2+2' } }, { name: KB, input: { query: 'rate limit' } }] },
     { kind: 'text', text: '4, and 60 per minute.' }
   )
-  const response = await postJson(base, '/api/v1/agent/stream', { messages: [{ role: 'user', content: 'two questions' }] })
+  const response = await postJson(base + '/api/v1/agent/stream', { messages: [{ role: 'user', content: 'two questions' }] })
   t.equal(response.status, 200)
   const events = await readAgentEvents(response)
   t.same(eventShape(events), ['tool_call', 'tool_call', 'tool_result', 'tool_result', 'token', 'usage', 'done'])
@@ -73,7 +72,7 @@ test('two tool calls in one turn: both results in one user turn, ids matching, i
 
 test('the iteration cap: MAX_ITERATIONS model calls, then an AgentError on every route', async (t) => {
   const { fake, app, logs } = await buildFakeApp(t, { MAX_ITERATIONS: '2' })
-  const base = await listen(app)
+  const base = await listen(t, app)
   const alwaysTools = () => {
     fake.reset()
     for (let i = 0; i < 3; i++) fake.enqueue({ kind: 'tool_use', tools: [{ name: CALC, input: { expression: `${i}+1` } }] })
@@ -101,7 +100,7 @@ test('the iteration cap: MAX_ITERATIONS model calls, then an AgentError on every
   t.equal(fake.requests.length, 2)
 
   alwaysTools()
-  const response = await postJson(base, '/api/v1/agent/stream', { messages: [{ role: 'user', content: 'loop forever' }] })
+  const response = await postJson(base + '/api/v1/agent/stream', { messages: [{ role: 'user', content: 'loop forever' }] })
   t.equal(response.status, 200, 'a stream stays 200')
   const events = await readAgentEvents(response)
   t.same(eventShape(events), ['tool_call', 'tool_result', 'tool_call', 'tool_result', 'usage', 'error'])
@@ -110,7 +109,7 @@ test('the iteration cap: MAX_ITERATIONS model calls, then an AgentError on every
   t.equal(fake.requests.length, 2)
 
   alwaysTools()
-  const { events: chunks } = await readSse(await postJson(base, '/chat/stream', { message: 'loop forever' }))
+  const { events: chunks } = await readSse(await postJson(base + '/chat/stream', { message: 'loop forever' }))
   t.equal(chunks.length, 1)
   t.match(chunks[0], /^\{'error': '.*MAX_ITERATIONS.*'\}$/, 'the unversioned stream carries its error form')
   t.equal(fake.requests.length, 2)

@@ -1,38 +1,13 @@
-// Test helpers for the agent and chat routes: an app wired to the fake Anthropic server, a listening
-// base URL, SSE posts and a few readers of what the fake received.
+// Test helpers for the agent and chat routes: roomy limits, readers of agent streams and of what the fake received.
 import { setTimeout as sleep } from 'node:timers/promises'
-import type { App } from '../../app.js'
 import type { FakeAnthropic, FakeRequest } from '../fake-anthropic/server.js'
-import { buildFakeApp as buildFakeChatApp } from './fake-app.js'
 import { readSse } from './sse-client.js'
-
-interface Teardown { teardown: (fn: () => unknown) => void }
 
 /**
  * Limits high enough that no test here trips the global or the POST /chat rate limit (these tests are
  * about the agent and sessions; the limits have their own tests).
  */
 export const ROOMY_LIMITS: Record<string, string> = { RATE_LIMIT_PER_MINUTE: '1000', CHAT_RATE_LIMIT_PER_MINUTE: '1000' }
-
-/** A fake Anthropic server and an app that calls it, with roomy limits; both closed at teardown. */
-export async function buildFakeApp (t: Teardown, env: Record<string, string> = {}) {
-  return await buildFakeChatApp(t, { ...ROOMY_LIMITS, ...env })
-}
-
-/** Makes `app` listen on a free port of 127.0.0.1 and returns its base URL. */
-export async function listen (app: App): Promise<string> {
-  return await app.listen({ port: 0, host: '127.0.0.1' })
-}
-
-/** POSTs JSON to a listening app with fetch (for streams). */
-export async function postJson (base: string, path: string, body: unknown, init: RequestInit = {}): Promise<Response> {
-  return await fetch(`${base}${path}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-    ...init,
-  })
-}
 
 /** An agent stream event as the client parses it. */
 export interface AgentEventJson { type: string, data: unknown }

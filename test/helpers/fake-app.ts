@@ -17,6 +17,7 @@ export function fakeEnv (url: string): Record<string, string> {
     LLM_RETRY_MAX_SECONDS: '0.05',
     LLM_TIMEOUT_SECONDS: '5',
     RATE_LIMIT_PER_MINUTE: '100000',
+    CHAT_RATE_LIMIT_PER_MINUTE: '100000',
   }
 }
 

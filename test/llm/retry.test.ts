@@ -1,7 +1,7 @@
 // Retry policy: back-off bounds, retry-after parsing, which errors retry, and abort cancelling the wait.
 import { test } from 'tap'
 import { AbortError, isAbortError } from '../../lib/llm/abort.js'
-import { backoffSeconds, isRetryableError, retryAfterSeconds, sleep, withRetry, type RetryInfo } from '../../lib/llm/retry.js'
+import { backoffSeconds, isRetryableError, retryAfterSeconds, withRetry, type RetryInfo } from '../../lib/llm/retry.js'
 
 const FAST = { maxAttempts: 3, minSeconds: 0.01, maxSeconds: 0.02 }
 
@@ -103,14 +103,4 @@ test('withRetry: abort cancels the wait at once and is an AbortError', async (t)
   const fromFn = await withRetry(async () => { throw Object.assign(new Error('user abort'), { name: 'APIUserAbortError' }) }, FAST)
     .catch((e: unknown) => e)
   t.ok(fromFn instanceof AbortError, 'an abort from the call is normalised')
-})
-
-test('sleep resolves after its time and rejects at once on abort', async (t) => {
-  const started = Date.now()
-  await sleep(20)
-  t.ok(Date.now() - started >= 15)
-  const controller = new AbortController()
-  const pending = sleep(10_000, controller.signal)
-  controller.abort()
-  t.ok(isAbortError(await pending.catch((e: unknown) => e)))
 })

@@ -5,8 +5,8 @@ import type { LightMyRequestResponse } from 'fastify'
 import { test, type Test } from 'tap'
 import type { App } from '../../app.js'
 import { startFakeAnthropic } from '../fake-anthropic/server.js'
-import { ROOMY_LIMITS, eventually, listen, postJson } from '../helpers/agent.js'
-import { fakeEnv } from '../helpers/fake-app.js'
+import { ROOMY_LIMITS, eventually } from '../helpers/agent.js'
+import { fakeEnv, listen, postJson } from '../helpers/fake-app.js'
 import { buildTestApp, type CapturedLogs } from '../helpers/app.js'
 import { sampleValue } from '../helpers/metrics.js'
 import { privateRedisServer } from '../helpers/redis.js'
@@ -58,7 +58,7 @@ test('Redis killed while serving: limits fail open, sessions 503, /ready 503; al
   const { app, logs } = await buildTestApp(t, {
     REDIS_URL: server.url, RATE_LIMIT_PER_MINUTE: String(limit), CHAT_RATE_LIMIT_PER_MINUTE: '1000',
   })
-  const base = await listen(app)
+  const base = await listen(t, app)
   t.equal(app.stores.kind, 'redis')
 
   const before = await app.inject({ method: 'POST', url: '/chat', payload: { message: 'before the outage' } })
@@ -84,7 +84,7 @@ test('Redis killed while serving: limits fail open, sessions 503, /ready 503; al
     'POST /chat with stream: true')
   assertSessionStoreDown(t, await app.inject(`/sessions/${id}`), 'GET /sessions/:id')
   assertSessionStoreDown(t, await app.inject({ method: 'DELETE', url: `/sessions/${id}` }), 'DELETE /sessions/:id')
-  const stream = await postJson(base, '/chat/stream', { message: 'stream it', session_id: id })
+  const stream = await postJson(base + '/chat/stream', { message: 'stream it', session_id: id })
   t.equal(stream.status, 503, 'POST /chat/stream: a 503 HTTP answer, not a stream')
   t.match(stream.headers.get('content-type'), /^application\/json/)
   t.match(await stream.json(), { detail: /^Session store unavailable/ })
@@ -123,10 +123,10 @@ test('Redis killed during a stream: the answer completes, the lost save is logge
   const fake = await startFakeAnthropic()
   t.teardown(() => fake.close())
   const { app, logs } = await buildTestApp(t, { ...ROOMY_LIMITS, ...fakeEnv(fake.url), REDIS_URL: server.url })
-  const base = await listen(app)
+  const base = await listen(t, app)
   fake.enqueue({ kind: 'text', text: 'one two three four', chunkDelayMs: 100 })
 
-  const response = await postJson(base, '/chat/stream', { message: 'count for me' })
+  const response = await postJson(base + '/chat/stream', { message: 'count for me' })
   t.equal(response.status, 200, 'the stream opened while Redis was up')
   const events: string[] = []
   for await (const data of sseEvents(response)) {
@@ -143,7 +143,7 @@ test('Redis killed during a stream: the answer completes, the lost save is logge
 
   await server.start()
   t.ok(await eventually(async () => await isReady(app), 6000), 'back by itself')
-  t.equal((await postJson(base, '/chat/stream', { message: 'again' })).status, 200)
+  t.equal((await postJson(base + '/chat/stream', { message: 'again' })).status, 200)
 })
 
 test('Redis frozen (no answers on an open connection): requests fail within the command timeout, then recover', async (t) => {

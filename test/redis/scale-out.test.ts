@@ -6,8 +6,8 @@ import type { ChatTurn } from '../../lib/llm/types.js'
 import { estimateTokens } from '../../lib/stores/memory-trim.js'
 import { keyIdentity } from '../../plugins/auth.js'
 import { startFakeAnthropic } from '../fake-anthropic/server.js'
-import { ROOMY_LIMITS, eventually, listen, postJson, upstreamMessages } from '../helpers/agent.js'
-import { fakeEnv } from '../helpers/fake-app.js'
+import { ROOMY_LIMITS, eventually, upstreamMessages } from '../helpers/agent.js'
+import { fakeEnv, listen, postJson } from '../helpers/fake-app.js'
 import { buildTestApp } from '../helpers/app.js'
 import { listKeys, requireRedis, type RedisTestEnv } from '../helpers/redis.js'
 import { readSse } from '../helpers/sse-client.js'
@@ -65,8 +65,8 @@ test('a session started on one instance continues on the other; delete on one re
   t.same(seen[2], { role: 'user', content: 'what is my name?' })
 
   // A third turn streamed from B, then read on A: the stream saves the session before [DONE].
-  const base = await listen(b)
-  const stream = await postJson(base, '/chat/stream', { message: 'third', session_id: id })
+  const base = await listen(t, b)
+  const stream = await postJson(base + '/chat/stream', { message: 'third', session_id: id })
   t.equal(stream.status, 200)
   t.equal(stream.headers.get('x-session-id'), id)
   const { events } = await readSse(stream)
@@ -197,7 +197,7 @@ test('the conversation log written by both instances is readable from one', asyn
   const [a, b] = await twoInstances(t, { ...ROOMY_LIMITS, ...redisEnv(redis) })
   const fromA = await a.inject({ method: 'POST', url: '/chat', payload: { message: 'logged on A' } })
   const fromB = await b.inject({ method: 'POST', url: '/chat', payload: { message: 'logged on B' } })
-  const streamed = await postJson(await listen(b), '/chat/stream', { message: 'streamed on B' })
+  const streamed = await postJson(await listen(t, b) + '/chat/stream', { message: 'streamed on B' })
   await readSse(streamed)
   const ids = [fromA.json().session_id, fromB.json().session_id, streamed.headers.get('x-session-id')]
 

@@ -8,8 +8,9 @@ import { BUILT_IN_DOCUMENTS } from '../../lib/tools/knowledge-base.js'
 import { buildTestApp } from '../helpers/app.js'
 import { sseEvents } from '../helpers/sse-client.js'
 import {
-  ROOMY_LIMITS, buildFakeApp, eventShape, eventually, listen, postJson, readAgentEvents, tokenText, upstreamMessages, type AgentEventJson,
+  ROOMY_LIMITS, eventShape, eventually, readAgentEvents, tokenText, upstreamMessages, type AgentEventJson,
 } from '../helpers/agent.js'
+import { buildFakeApp, listen, postJson, waitForConversations } from '../helpers/fake-app.js'
 
 const CALC = 'calculate_expression'
 const KB = 'search_knowledge_base'
@@ -18,12 +19,12 @@ const ask = (content: string) => ({ messages: [{ role: 'user', content }] })
 
 test('event order: text before the tool call as tokens, tool_call, tool_result, tokens, usage, done last', async (t) => {
   const { fake, app } = await buildFakeApp(t)
-  const base = await listen(app)
+  const base = await listen(t, app)
   fake.enqueue(
     { kind: 'tool_use', text: 'Let me compute that.', tools: [{ name: CALC, input: { expression: '2+3*4' } }], usage: { input_tokens: 10, output_tokens: 5 } },
     { kind: 'text', text: 'The answer is 14.', usage: { input_tokens: 20, output_tokens: 7 } }
   )
-  const response = await postJson(base, PATH, ask('what is 2+3*4?'))
+  const response = await postJson(base + PATH, ask('what is 2+3*4?'))
   t.equal(response.status, 200)
   t.equal(response.headers.get('content-type'), 'text/event-stream; charset=utf-8')
   t.equal(response.headers.get('cache-control'), 'no-cache')
@@ -57,11 +58,11 @@ test('tool_result content is cut to its first 200 characters; the model still ge
   const file = join(dir, 'kb.json')
   writeFileSync(file, JSON.stringify({ widget, emoji }))
   const { fake, app } = await buildFakeApp(t, { KNOWLEDGE_BASE_FILE: file })
-  const base = await listen(app)
+  const base = await listen(t, app)
   t.equal(widget.length, 500)
 
   fake.enqueue({ kind: 'tool_use', tools: [{ name: KB, input: { query: 'widget' } }] }, { kind: 'text', text: 'Found it.' })
-  let events = await readAgentEvents(await postJson(base, PATH, ask('tell me about the widget')))
+  let events = await readAgentEvents(await postJson(base + PATH, ask('tell me about the widget')))
   const result = events.find((e) => e.type === 'tool_result')?.data as { tool: string, content: string }
   t.equal(result.tool, KB)
   t.equal(result.content.length, 200)
@@ -72,7 +73,7 @@ test('tool_result content is cut to its first 200 characters; the model still ge
 
   fake.reset()
   fake.enqueue({ kind: 'tool_use', tools: [{ name: KB, input: { query: 'emoji' } }] }, { kind: 'text', text: 'Found it.' })
-  events = await readAgentEvents(await postJson(base, PATH, ask('tell me about the emoji')))
+  events = await readAgentEvents(await postJson(base + PATH, ask('tell me about the emoji')))
   const preview = (events.find((e) => e.type === 'tool_result')?.data as { content: string }).content
   t.equal([...preview].length, 200, '200 characters, not 200 UTF-16 code units')
   t.equal(preview, 'e'.repeat(199) + '😀', 'no character is cut in half')
@@ -80,9 +81,9 @@ test('tool_result content is cut to its first 200 characters; the model still ge
 
 test('upstream failure: an error event, status 200, no done; before and after the first byte', async (t) => {
   const { fake, app } = await buildFakeApp(t)
-  const base = await listen(app)
+  const base = await listen(t, app)
   fake.enqueue({ kind: 'error', status: 400, message: 'messages: bad things' })
-  let response = await postJson(base, PATH, ask('hi'))
+  let response = await postJson(base + PATH, ask('hi'))
   t.equal(response.status, 200)
   let events = await readAgentEvents(response)
   t.equal(events.length, 2)
@@ -91,7 +92,7 @@ test('upstream failure: an error event, status 200, no done; before and after th
   t.match(events[1]?.data, /^Model call failed: .*400.*messages: bad things/)
 
   fake.enqueue({ kind: 'midstream', text: 'Half an', then: 'error', message: 'Overloaded now' })
-  response = await postJson(base, PATH, ask('hi'))
+  response = await postJson(base + PATH, ask('hi'))
   t.equal(response.status, 200)
   events = await readAgentEvents(response)
   t.same(eventShape(events), ['token', 'usage', 'error'])
@@ -104,8 +105,8 @@ test('upstream failure: an error event, status 200, no done; before and after th
 
 test('offline agent with no key: what is 2+3*4 gives tool_call, tool_result 14, tokens, done', async (t) => {
   const { app } = await buildTestApp(t, ROOMY_LIMITS)
-  const base = await listen(app)
-  const events = await readAgentEvents(await postJson(base, PATH, ask('what is 2+3*4')))
+  const base = await listen(t, app)
+  const events = await readAgentEvents(await postJson(base + PATH, ask('what is 2+3*4')))
   t.same(eventShape(events), ['tool_call', 'tool_result', 'token', 'usage', 'done'])
   t.same(events[0], { type: 'tool_call', data: { tool: CALC, args: { expression: '2+3*4' } } })
   t.same(events[1], { type: 'tool_result', data: { tool: CALC, content: '14' } })
@@ -118,8 +119,8 @@ test('offline agent with no key: what is 2+3*4 gives tool_call, tool_result 14, 
 
 test('offline agent: a knowledge-base question calls search_knowledge_base', async (t) => {
   const { app } = await buildTestApp(t, ROOMY_LIMITS)
-  const base = await listen(app)
-  const events = await readAgentEvents(await postJson(base, PATH, ask('How does the rate limit work?')))
+  const base = await listen(t, app)
+  const events = await readAgentEvents(await postJson(base + PATH, ask('How does the rate limit work?')))
   t.same(eventShape(events), ['tool_call', 'tool_result', 'token', 'usage', 'done'])
   t.same(events[0], { type: 'tool_call', data: { tool: KB, args: { query: 'How does the rate limit work?' } } })
   const doc = BUILT_IN_DOCUMENTS['rate limit'] ?? ''
@@ -141,7 +142,7 @@ async function readUntil (events: AsyncGenerator<string>, stop: (event: AgentEve
 
 test('client disconnect while the model is thinking: the call is aborted, no further model call or tool run', async (t) => {
   const { fake, app, logs } = await buildFakeApp(t)
-  const base = await listen(app)
+  const base = await listen(t, app)
   fake.enqueue(
     { kind: 'tool_use', tools: [{ name: CALC, input: { expression: '1+1' } }] },
     { kind: 'hang' },
@@ -149,7 +150,7 @@ test('client disconnect while the model is thinking: the call is aborted, no fur
     { kind: 'text', text: 'never' }
   )
   const controller = new AbortController()
-  const response = await postJson(base, PATH, ask('go'), { signal: controller.signal })
+  const response = await postJson(base + PATH, ask('go'), { signal: controller.signal })
   const seen = await readUntil(sseEvents(response), (e) => e.type === 'tool_result')
   t.same(eventShape(seen), ['tool_call', 'tool_result'])
   await fake.waitForRequests(2)
@@ -161,20 +162,22 @@ test('client disconnect while the model is thinking: the call is aborted, no fur
   t.equal(fake.pending, 2, 'the later scripts stay pending: no further tool_use, so no tool run')
   t.ok(await eventually(() => app.streams.size === 0), 'the stream left the registry')
   t.ok(await eventually(() => logs.lines.some((l) => l['msg'] === 'stream ended: client disconnected')))
-  t.same(await app.stores.conversations.recent(10), [], 'an abandoned run is not logged as a conversation')
+  // DECISIONS 13: the tokens of a stream that was left are logged too, with their source.
+  const [record] = await waitForConversations(app, 1)
+  t.match(record, { reply: '', model: 'claude-sonnet-5-5', usageSource: 'provider' }, 'an abandoned run is logged with what it used')
   // fetch may leave a spare keep-alive socket open after the abort; do not let it delay app.close().
   app.server.closeAllConnections()
 })
 
 test('client disconnect mid-answer: the streaming call is aborted and nothing more is asked', async (t) => {
   const { fake, app } = await buildFakeApp(t)
-  const base = await listen(app)
+  const base = await listen(t, app)
   fake.enqueue(
     { kind: 'text', text: 'one two three four five six seven eight nine ten', chunkDelayMs: 50 },
     { kind: 'text', text: 'never' }
   )
   const controller = new AbortController()
-  const response = await postJson(base, PATH, ask('count'), { signal: controller.signal })
+  const response = await postJson(base + PATH, ask('count'), { signal: controller.signal })
   const seen = await readUntil(sseEvents(response), (e) => e.type === 'token' && e.data === ' two')
   controller.abort()
   t.equal(tokenText(seen), 'one two')

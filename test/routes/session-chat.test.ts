@@ -5,7 +5,8 @@ import { BUILT_IN_DOCUMENTS } from '../../lib/tools/knowledge-base.js'
 import type { ConversationRecord } from '../../lib/stores/types.js'
 import { buildTestApp } from '../helpers/app.js'
 import { assertSseHeaders, readSse } from '../helpers/sse-client.js'
-import { ROOMY_LIMITS, buildFakeApp, eventually, listen, postJson } from '../helpers/agent.js'
+import { ROOMY_LIMITS, eventually } from '../helpers/agent.js'
+import { buildFakeApp, listen, postJson } from '../helpers/fake-app.js'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
 
@@ -33,7 +34,7 @@ test('POST /chat answers the ChatResponse; a new UUID session when none is given
 
 test('the SPEC 2.2 input rule: script markup refused with 422, harmless text accepted', async (t) => {
   const { app } = await buildTestApp(t, ROOMY_LIMITS)
-  const base = await listen(app)
+  const base = await listen(t, app)
   for (const message of ['<script>x</script>', 'JAVASCRIPT:alert(1)', '<img src=x onerror=alert(1)>', 'hi <SCRIPT src="a.js" >', 'OnError=1']) {
     const res = await app.inject({ method: 'POST', url: '/chat', payload: { message } })
     t.equal(res.statusCode, 422, `refused: ${message}`)
@@ -41,7 +42,7 @@ test('the SPEC 2.2 input rule: script markup refused with 422, harmless text acc
     t.same(issue.loc, ['body', 'message'])
     t.match(issue.msg, /content is not allowed/)
 
-    const stream = await postJson(base, '/chat/stream', { message })
+    const stream = await postJson(base + '/chat/stream', { message })
     t.equal(stream.status, 422, `the stream route refuses it before streaming: ${message}`)
     t.match(stream.headers.get('content-type'), /^application\/json/)
     t.match(((await stream.json()) as { detail: Array<{ msg: string }> }).detail[0]?.msg, /not allowed/)
@@ -113,9 +114,9 @@ test('an unexpected failure in POST /chat keeps the unversioned 500 shape', asyn
 
 test('stream: true on POST /chat answers exactly as /chat/stream', async (t) => {
   const { app } = await buildTestApp(t, ROOMY_LIMITS)
-  const base = await listen(app)
-  const viaFlag = await postJson(base, '/chat', { message: 'hello there friend', stream: true })
-  const viaRoute = await postJson(base, '/chat/stream', { message: 'hello there friend' })
+  const base = await listen(t, app)
+  const viaFlag = await postJson(base + '/chat', { message: 'hello there friend', stream: true })
+  const viaRoute = await postJson(base + '/chat/stream', { message: 'hello there friend' })
   for (const response of [viaFlag, viaRoute]) {
     t.equal(response.status, 200)
     assertSseHeaders(t, response)
@@ -126,7 +127,7 @@ test('stream: true on POST /chat answers exactly as /chat/stream', async (t) => 
   t.same(a, b)
   t.same(a.events, ['Echo:', ' hello', ' there', ' friend', '[DONE]'])
 
-  const given = await postJson(base, '/chat', { message: 'hi', stream: true, session_id: 'stream-1' })
+  const given = await postJson(base + '/chat', { message: 'hi', stream: true, session_id: 'stream-1' })
   t.equal(given.headers.get('x-session-id'), 'stream-1')
   t.equal((await readSse(given)).events.at(-1), '[DONE]')
   const stored = await app.inject({ method: 'GET', url: '/sessions/stream-1' })
@@ -136,18 +137,18 @@ test('stream: true on POST /chat answers exactly as /chat/stream', async (t) => 
 
 test('/chat/stream: chunks then [DONE]; a failure inside the stream is {\'error\': ...} with status 200', async (t) => {
   const { fake, app } = await buildFakeApp(t)
-  const base = await listen(app)
+  const base = await listen(t, app)
   fake.enqueue(
     { kind: 'tool_use', text: 'Checking.', tools: [{ name: 'calculate_expression', input: { expression: '2*21' } }] },
     { kind: 'text', text: ' It is 42.' }
   )
-  let response = await postJson(base, '/chat/stream', { message: 'what is 2*21' })
+  let response = await postJson(base + '/chat/stream', { message: 'what is 2*21' })
   t.equal(response.status, 200)
   let { events } = await readSse(response)
   t.same(events, ['Checking.', ' It', ' is', ' 42.', '[DONE]'], 'text chunks only: tool events are not part of this form')
 
   fake.enqueue({ kind: 'midstream', text: 'Half an', then: 'error', message: "can't finish" })
-  response = await postJson(base, '/chat/stream', { message: 'hi' })
+  response = await postJson(base + '/chat/stream', { message: 'hi' })
   t.equal(response.status, 200)
   events = (await readSse(response)).events
   t.same(events.slice(0, 2), ['Half', ' an'])
@@ -156,7 +157,7 @@ test('/chat/stream: chunks then [DONE]; a failure inside the stream is {\'error\
   t.notOk(events.includes('[DONE]'))
 
   fake.enqueue({ kind: 'error', status: 400, message: 'messages: bad things' })
-  response = await postJson(base, '/chat/stream', { message: 'hi' })
+  response = await postJson(base + '/chat/stream', { message: 'hi' })
   t.equal(response.status, 200, 'a failure of the first model call is inside the stream too')
   events = (await readSse(response)).events
   t.same(events.length, 1)
@@ -205,8 +206,8 @@ test('the conversation log is written after the response is sent', async (t) => 
   t.match(record?.timestamp, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/)
 
   // A streamed chat is logged too, once it finished.
-  const base = await listen(app)
-  const { events } = await readSse(await postJson(base, '/chat/stream', { message: 'hello from the pipe' }))
+  const base = await listen(t, app)
+  const { events } = await readSse(await postJson(base + '/chat/stream', { message: 'hello from the pipe' }))
   t.equal(events.at(-1), '[DONE]')
   t.ok(await eventually(async () => (await app.stores.conversations.recent(10)).length === 2))
   t.equal((await app.stores.conversations.recent(1))[0]?.reply, 'Echo: hello from the pipe')
@@ -223,18 +224,18 @@ test('a failing conversation log write is logged and does not change the respons
   t.equal(failed()[0]?.['level'], 'error')
   t.match((failed()[0]?.['err'] as { message?: string } | undefined)?.message, 'conversation log is down')
 
-  const base = await listen(app)
-  const { events } = await readSse(await postJson(base, '/chat/stream', { message: 'piped and still fine' }))
+  const base = await listen(t, app)
+  const { events } = await readSse(await postJson(base + '/chat/stream', { message: 'piped and still fine' }))
   t.same(events, ['Echo:', ' piped', ' and', ' still', ' fine', '[DONE]'])
   t.ok(await eventually(() => failed().length === 2), 'logged for the stream too')
 })
 
 test('a client that leaves during POST /chat aborts the model call', async (t) => {
   const { fake, app } = await buildFakeApp(t)
-  const base = await listen(app)
+  const base = await listen(t, app)
   fake.enqueue({ kind: 'hang' }, { kind: 'text', text: 'never' })
   const controller = new AbortController()
-  const pending = postJson(base, '/chat', { message: 'hi' }, { signal: controller.signal }).catch((error: unknown) => error)
+  const pending = postJson(base + '/chat', { message: 'hi' }, { signal: controller.signal }).catch((error: unknown) => error)
   await fake.waitForRequests(1)
   controller.abort()
   t.match(await pending, { name: 'AbortError' })

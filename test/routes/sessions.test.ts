@@ -7,7 +7,8 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { buildTestApp } from '../helpers/app.js'
 import { readSse } from '../helpers/sse-client.js'
-import { buildFakeApp, listen, postJson, upstreamMessages, ROOMY_LIMITS } from '../helpers/agent.js'
+import { upstreamMessages, ROOMY_LIMITS } from '../helpers/agent.js'
+import { buildFakeApp, listen, postJson } from '../helpers/fake-app.js'
 
 type Turn = { role: string, content: unknown }
 type Block = { type: string, id?: string, tool_use_id?: string, text?: string }
@@ -65,7 +66,7 @@ test('continuity: the second turn\'s upstream request holds the first turn, tool
 
 test('continuity after a stream: the session is saved before the stream ends', async (t) => {
   const { fake, app } = await buildFakeApp(t)
-  const base = await listen(app)
+  const base = await listen(t, app)
   // A session store with some latency, as Redis has: the client continues the moment it reads [DONE].
   const sessions = app.stores.sessions
   const append = sessions.append.bind(sessions)
@@ -74,10 +75,10 @@ test('continuity after a stream: the session is saved before the stream ends', a
     await append(owner, id, turns)
   }
   fake.enqueue({ kind: 'text', text: 'Noted, Ada.' }, { kind: 'text', text: 'Ada.' })
-  const response = await postJson(base, '/chat/stream', { message: 'I am Ada.' })
+  const response = await postJson(base + '/chat/stream', { message: 'I am Ada.' })
   const sessionId = response.headers.get('x-session-id')
   t.same((await readSse(response)).events, ['Noted,', ' Ada.', '[DONE]'])
-  const next = await postJson(base, '/chat', { message: 'Who am I?', session_id: sessionId })
+  const next = await postJson(base + '/chat', { message: 'Who am I?', session_id: sessionId })
   t.equal(next.status, 200)
   t.same(upstreamMessages(fake, 1), [
     { role: 'user', content: 'I am Ada.' },
@@ -257,8 +258,8 @@ test('a session store failure: 503 on POST /chat; a stream still ends with [DONE
   t.equal(logged?.['level'], 'warn', 'the 503 is logged')
   t.match(JSON.stringify(logged?.['cause']), /store is down/, 'with its cause, which the client does not see')
 
-  const base = await listen(app)
-  const { events } = await readSse(await postJson(base, '/chat/stream', { message: 'hi' }))
+  const base = await listen(t, app)
+  const { events } = await readSse(await postJson(base + '/chat/stream', { message: 'hi' }))
   t.same(events, ['Echo:', ' hi', '[DONE]'])
   t.ok(logs.lines.some((line) => line['msg'] === 'session save failed during stream' && line['level'] === 'error'))
 })

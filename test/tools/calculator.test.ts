@@ -1,6 +1,7 @@
 // Tests of the calculator: grammar, errors, limits, formatting and the expression finder.
 import { test } from 'tap'
-import { calculate, findArithmeticExpression, MAX_EXPRESSION_LENGTH, MAX_NESTING_DEPTH } from '../../lib/tools/calculator.js'
+import { findArithmeticExpression } from '../../lib/llm/arithmetic-in-text.js'
+import { calculate, MAX_EXPRESSION_LENGTH, MAX_NESTING_DEPTH } from '../../lib/tools/calculator.js'
 
 const isCalcError = (result: string): boolean => result.startsWith('Calculation error: ')
 
