@@ -4,6 +4,7 @@ import { test } from 'tap'
 import { assertSseHeaders } from '../helpers/sse-client.js'
 import { buildFakeApp, listen, postJson, waitForConversations } from '../helpers/fake-app.js'
 import { cancel, readIdEvents, resume } from '../helpers/resumable.js'
+import { sampleValue } from '../helpers/metrics.js'
 
 const ask = (content: string, extra: Record<string, unknown> = {}) => ({ messages: [{ role: 'user', content }], ...extra })
 const words = (n: number): string => Array.from({ length: n }, (_, i) => `w${i}`).join(' ')
@@ -126,6 +127,7 @@ test('cancel in each layout: 202, upstream aborted, the layout\'s Cancelled mess
       const [record] = await waitForConversations(app, 1)
       t.match(record, { usageSource: 'partial', reply: String }, 'the cancelled run is in the conversation log with partial usage')
       t.ok((record?.usage.input_tokens ?? 0) > 0, 'its input tokens counted')
+      t.equal(await sampleValue(app, 'agent_llm_tokens_total', { type: 'input' }), record?.usage.input_tokens, 'and in agent_llm_tokens_total')
     })
   }
 })
@@ -226,5 +228,19 @@ test('OpenAPI documents resume (text/event-stream) and cancel in both layouts, a
   }
   for (const path of ['/api/v1/chat/stream', '/api/v1/agent/stream', '/chat/stream']) {
     t.ok(doc.paths[path]?.post?.requestBody?.content['application/json']?.schema.properties?.resumable, `${path} takes resumable`)
+  }
+})
+
+test('heartbeats on resumable streams carry no id', async (t) => {
+  const { app, fake } = await buildFakeApp(t, { SSE_HEARTBEAT_SECONDS: '0.05' })
+  const base = await listen(t, app)
+  fake.enqueue({ kind: 'text', text: 'slow answer', delayMs: 300 })
+  const response = await postJson(`${base}/api/v1/chat/stream`, ask('hi', { resumable: true }))
+  const path = response.headers.get('content-location') ?? ''
+  const [original, resumed] = await Promise.all([readIdEvents(response), resume(base, path).then(readIdEvents)])
+  for (const read of [original, resumed]) {
+    t.ok(read.comments > 0, `pings sent (${read.comments})`)
+    t.notMatch(read.raw, /id: \d+\n: ping/, 'no id line before a ping')
+    t.same(read.events.map((e) => e.id), ['1', '2', '3'], 'ids on events only')
   }
 })
