@@ -12,6 +12,7 @@ import storesPlugin from './plugins/stores.js'
 import toolsPlugin from './plugins/tools.js'
 import llmPlugin from './plugins/llm.js'
 import streamsPlugin from './plugins/streams.js'
+import resumablePlugin from './plugins/resumable.js'
 import agentPlugin from './plugins/agent.js'
 import type { LLMProvider } from './lib/llm/types.js'
 import metricsPlugin from './plugins/metrics.js'
@@ -100,6 +101,7 @@ export async function buildApp (options: BuildAppOptions = {}) {
   await app.register(toolsPlugin)
   await app.register(llmPlugin, options.provider ? { provider: options.provider } : {})
   await app.register(streamsPlugin)
+  await app.register(resumablePlugin)
   await app.register(agentPlugin)
 
   app.setErrorHandler(createErrorHandler('unversioned', config.DEBUG))

@@ -38,8 +38,12 @@ const config = {
   soakSeconds: Number(env.BENCH_SOAK_SECONDS ?? (quick ? 15 : 300)),
   soakStreams: Number(env.BENCH_SOAK_STREAMS ?? 200),
   soakConnections: Number(env.BENCH_SOAK_CONNECTIONS ?? 16),
-  /** Scenarios to run: health, chat, streams, soak, openai (JSON and streams through the OpenAI provider). */
-  only: list(env.BENCH_ONLY, ['health', 'chat', 'streams', 'soak', 'openai']),
+  /** Concurrent resumable streams per burst (in process and on Redis), beside the plain stream. */
+  resumableCounts: list(env.BENCH_RESUMABLE_STREAMS, ['1000']).map(Number),
+  /** Redis for the resumable-on-Redis rows (skipped when it does not answer); keys under a private prefix, deleted after. */
+  redisUrl: env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
+  /** Scenarios to run: health, chat, streams, resumable, soak, openai (JSON and streams through the OpenAI provider). */
+  only: list(env.BENCH_ONLY, ['health', 'chat', 'streams', 'resumable', 'soak', 'openai']),
   /** Write V8 CPU profiles of the service and the references (node --cpu-prof). */
   profile: env.BENCH_PROFILE === '1',
   /** Where the service's request log goes; /dev/null by default (it is still formatted and written). */
@@ -52,6 +56,7 @@ const MODEL = 'claude-sonnet-5-5'
 const OPENAI_MODEL = 'bench-model'
 const AUTH = { authorization: `Bearer ${API_KEY}` }
 const CHAT_BODY = JSON.stringify({ messages: [{ role: 'user', content: 'Hello, bench: say something.' }] })
+const RESUMABLE_BODY = JSON.stringify({ messages: [{ role: 'user', content: 'Hello, bench: say something.' }], resumable: true })
 const FAKE_BODY = JSON.stringify({ model: MODEL, max_tokens: 4096, messages: [{ role: 'user', content: 'Hello, bench: say something.' }] })
 const JSON_HEADERS = { ...AUTH, 'content-type': 'application/json' }
 
@@ -244,11 +249,11 @@ async function jsonCompare (title, targets) {
  * @param {{ pid: number }} fake
  * @param {number} delayMs
  */
-async function streamCompare (targets, fake, delayMs) {
-  const states = targets.map((t) => ({ ...t, target: { port: t.server.port, path: t.path, headers: AUTH, body: CHAT_BODY }, agent: streamAgent() }))
+async function streamCompare (targets, fake, delayMs, counts = config.streamCounts) {
+  const states = targets.map((t) => ({ ...t, target: { port: t.server.port, path: t.path, headers: AUTH, body: t.body ?? CHAT_BODY }, agent: streamAgent() }))
   for (const s of states) await burst(s.target, s.agent, 100)
   const out = []
-  for (const k of config.streamCounts) {
+  for (const k of counts) {
     const bursts = Math.max(1, Math.ceil(config.minStreams / k))
     for (const s of states) {
       await s.agent.preconnect(s.server.port, k)
@@ -298,6 +303,47 @@ async function streamCompare (targets, fake, delayMs) {
   }
   for (const s of states) s.agent.destroy()
   return out
+}
+
+/**
+ * Resumable streams beside the plain one: the same in-process service with and without `resumable: true`,
+ * and a service on Redis with it; then Redis memory per finished stream (used_memory growth / streams kept).
+ */
+async function resumableScenario (service, fake, delayMs) {
+  const { Redis } = await import('ioredis')
+  const prefix = `bench:${stamp}:`
+  const redis = new Redis(config.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
+  redis.on('error', () => {})
+  const redisUp = await redis.connect().then(() => true, () => false)
+  const onRedis = redisUp ? await startService(fake, { REDIS_URL: config.redisUrl, REDIS_PREFIX: prefix }) : undefined
+  if (!redisUp) log(`  Redis not reachable at ${config.redisUrl}: no resumable-on-Redis rows`)
+  const usedMemory = async () => Number(/used_memory:(\d+)/.exec(await redis.info('memory'))?.[1] ?? NaN)
+  const before = redisUp ? await usedMemory() : NaN
+  const runs = await streamCompare([
+    { name: 'plain', server: service, path: '/api/v1/chat/stream' },
+    { name: 'resumable-memory', server: service, path: '/api/v1/chat/stream', body: RESUMABLE_BODY },
+    ...(onRedis ? [{ name: 'resumable-redis', server: onRedis, path: '/api/v1/chat/stream', body: RESUMABLE_BODY }] : []),
+  ], fake, delayMs, config.resumableCounts)
+  let redisBytesPerStream = NaN
+  let redisStreams = 0
+  if (redisUp) {
+    await sleep(500)
+    const after = await usedMemory()
+    let cursor = '0'
+    const keys = []
+    do {
+      const [next, found] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000)
+      cursor = next
+      keys.push(...found)
+    } while (cursor !== '0')
+    redisStreams = keys.filter((key) => key.endsWith(':meta')).length
+    redisBytesPerStream = (after - before) / redisStreams
+    log(`  Redis: ${redisStreams} finished streams kept, ${Math.round(redisBytesPerStream)} bytes each (used_memory growth)`)
+    for (let i = 0; i < keys.length; i += 1000) await redis.unlink(...keys.slice(i, i + 1000))
+    await stop(onRedis)
+  }
+  redis.disconnect()
+  return { runs, redisBytesPerStream, redisStreams, delayMs }
 }
 
 /** Mixed JSON and stream load on the service; RSS sampled every second. */
@@ -416,6 +462,11 @@ async function main () {
         { name: 'service', server: service, path: '/api/v1/chat/stream' },
         { name: 'naive', server: naive, path: '/api/v1/chat/stream' },
       ], fake, delayMs))
+    }
+    if (config.only.includes('resumable')) {
+      log(`resumable streams (fake upstream ${delayMs} ms between tokens)`)
+      results.resumable ??= []
+      results.resumable.push(await resumableScenario(service, fake, delayMs))
     }
     if (index === config.tokenDelays.length - 1 && config.only.includes('soak')) {
       log(`soak: ${config.soakWarmupSeconds} s warm-up + ${config.soakSeconds} s, ${config.soakConnections} JSON connections + ` +

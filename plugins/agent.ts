@@ -11,6 +11,7 @@ import { isAbortError } from '../lib/llm/abort.js'
 import type { ChatTurn } from '../lib/llm/types.js'
 import { withoutImageBytes } from '../lib/stores/conversation-entry.js'
 import type { StreamFormat } from '../lib/stream-formats.js'
+import type { StreamLayout } from './resumable.js'
 
 /** A run made ready: its options, and who and what it is logged under. */
 interface PreparedRun {
@@ -85,7 +86,7 @@ function createAgent (app: FastifyInstance) {
    * Writes the exchange to the conversation log once the response is out, with the usage and its source
    * (DECISIONS 13: a stream that was left, cancelled or failed is logged too). A failure is only logged.
    */
-  function logConversation (request: FastifyRequest, reply: FastifyReply, run: PreparedRun, text: string): void {
+  function logConversation (request: FastifyRequest, reply: FastifyReply | null, run: PreparedRun, text: string): void {
     const write = () => {
       stores.conversations.write({
         identity: run.owner,
@@ -99,8 +100,55 @@ function createAgent (app: FastifyInstance) {
       }).catch((error: unknown) => { request.log.error({ err: error }, 'conversation log write failed') })
     }
     // A client that left has closed the response already: write now rather than wait for a 'close' gone by.
-    if (reply.raw.writableFinished || reply.raw.destroyed) setImmediate(write)
+    if (reply === null || reply.raw.writableFinished || reply.raw.destroyed) setImmediate(write)
     else reply.raw.once('close', write)
+  }
+
+  /**
+   * A resumable stream (DECISIONS 13): the run's events go to the stream log, and this connection is one
+   * follower of it. The client leaving does not stop the run; a cancel from any replica does (the stream
+   * ends with `Cancelled`). Tokens and the conversation are counted and logged when the run ends.
+   */
+  async function streamResumable (
+    request: FastifyRequest, reply: FastifyReply, run: PreparedRun, format: StreamFormat, layout: StreamLayout
+  ): Promise<void> {
+    const opened = await app.resumable.open(request, reply, format, layout)
+    const { producer, signal } = opened
+    const end = async (payloads: string[]): Promise<void> => {
+      for (const payload of payloads.slice(0, -1)) producer.append(payload)
+      await producer.finish(payloads.at(-1) ?? '')
+    }
+    let text = ''
+    try {
+      const events = runAgent({ ...run.options, streaming: true, signal })
+      let step = await events.next()
+      while (step.done !== true) {
+        const event = step.value
+        if (event.type === 'token') text += event.data
+        const payload = format.event(event)
+        if (payload !== null) producer.append(payload)
+        step = await events.next()
+      }
+      await remember(run, step.value)
+        .catch((error: unknown) => request.log.error({ err: error }, 'session save failed during stream'))
+      await end(format.done(run.usage.report()))
+    } catch (error) {
+      if (signal.aborted) {
+        const reason: unknown = signal.reason
+        const message = reason instanceof Error && reason.message !== '' ? reason.message : 'Cancelled'
+        request.log.info({ reason: message }, 'resumable stream stopped')
+        await end(format.error(message, run.usage.report()))
+      } else {
+        const expected = error instanceof LLMServiceError || error instanceof AgentError || error instanceof HttpError
+        request.log[expected ? 'warn' : 'error']({ err: error }, 'stream failed')
+        await end(format.error(publicErrorText(error), run.usage.report()))
+      }
+    } finally {
+      opened.done()
+      countTokens(run)
+      logConversation(request, null, run, text)
+    }
+    await opened.followed
   }
 
   return {
@@ -126,11 +174,17 @@ function createAgent (app: FastifyInstance) {
      * Runs the agent as an SSE stream in `format`. A full model queue or a store failure is a plain HTTP
      * error before the stream opens; after it, errors travel inside the stream (the usage, where the format
      * carries it, before every ending) and end it. Memory is saved before the done message, so a client that
-     * continues the moment it reads it finds its turn.
+     * continues the moment it reads it finds its turn. `resumable`: see {@link streamResumable}.
      */
-    async stream (request: FastifyRequest, reply: FastifyReply, spec: RunSpec, format: StreamFormat): Promise<void> {
+    async stream (
+      request: FastifyRequest, reply: FastifyReply, spec: RunSpec, format: StreamFormat, options: { resumable?: StreamLayout } = {}
+    ): Promise<void> {
       app.llm.limiter.assertAvailable()
       const run = await prepare(request, spec)
+      if (options.resumable !== undefined) {
+        await streamResumable(request, reply, run, format, options.resumable)
+        return
+      }
       const sse = openSseStream(request, reply, {
         heartbeatMs: config.SSE_HEARTBEAT_SECONDS * 1000,
         registry: app.streams,
@@ -180,4 +234,4 @@ declare module 'fastify' {
 
 export default fp(async (app) => {
   app.decorate('agent', createAgent(app))
-}, { name: 'agent', dependencies: ['config', 'stores', 'metrics', 'tools', 'llm', 'streams', 'auth'], fastify: '5.x' })
+}, { name: 'agent', dependencies: ['config', 'stores', 'metrics', 'tools', 'llm', 'streams', 'auth', 'resumable'], fastify: '5.x' })

@@ -20,6 +20,7 @@ export default fp(async (app) => {
         { name: 'models', description: 'Models a request may name' },
         { name: 'sessions', description: 'Conversation memory' },
         { name: 'ops', description: 'Health, readiness and metrics' },
+        { name: 'streams', description: 'Resume and cancel resumable streams' },
       ],
       components: {
         securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'One of API_KEYS' } },

@@ -5,11 +5,16 @@ import {
   closeRedisClient, createRedisClient, createRedisConversationLog, createRedisRateLimitStore, createRedisSessionStore, waitForRedis,
 } from '../lib/stores/redis.js'
 import type { ConversationLog, RateLimitStore, SessionStore } from '../lib/stores/types.js'
+import type { StreamLog } from '../lib/stores/stream-log.js'
+import { createMemoryStreamLog } from '../lib/stores/memory-stream-log.js'
+import { createRedisStreamLog } from '../lib/stores/redis-stream-log.js'
 
 export interface Stores {
   sessions: SessionStore
   rateLimit: RateLimitStore
   conversations: ConversationLog
+  /** Events of resumable streams (DECISIONS 13). */
+  streamLog: StreamLog
   /** `redis` when REDIS_URL is set, else `memory`. */
   kind: 'memory' | 'redis'
 }
@@ -27,6 +32,7 @@ export default fp(async (app) => {
       sessions: createMemorySessionStore({ ttlSeconds: config.SESSION_TTL_SECONDS, maxSessions: config.MAX_SESSIONS }),
       rateLimit: createMemoryRateLimitStore(),
       conversations: createMemoryConversationLog({ maxEntries: config.CONVERSATION_LOG_MAX }),
+      streamLog: createMemoryStreamLog({ ttlSeconds: config.STREAM_RESUME_TTL_SECONDS }),
     }
   } else {
     const redis = createRedisClient(config.REDIS_URL, { logger: app.log, connectionName: 'agent-chat-api' })
@@ -36,6 +42,13 @@ export default fp(async (app) => {
       sessions: createRedisSessionStore(redis, { prefix, ttlSeconds: config.SESSION_TTL_SECONDS }),
       rateLimit: createRedisRateLimitStore(redis, { prefix }),
       conversations: createRedisConversationLog(redis, { prefix, maxLen: config.CONVERSATION_LOG_MAX }),
+      streamLog: createRedisStreamLog(redis, {
+        prefix,
+        ttlSeconds: config.STREAM_RESUME_TTL_SECONDS,
+        logger: app.log,
+        // Blocking reads wait up to 5 s: their connections get a longer command timeout than the shared one.
+        connect: (purpose) => createRedisClient(config.REDIS_URL, { connectionName: `agent-chat-api:${purpose}`, commandTimeoutMs: 8000 }),
+      }),
     }
     app.lifecycle.addCheck('redis', async () => { await redis.ping() })
     // Start serving even when Redis is down: limits fail open and session routes answer 503 until it returns.
@@ -47,6 +60,6 @@ export default fp(async (app) => {
   app.decorate('stores', stores)
   app.metrics.setActiveSessionsSource(() => stores.sessions.count())
   app.addHook('onClose', async () => {
-    await Promise.allSettled([stores.sessions.close(), stores.rateLimit.close(), stores.conversations.close()])
+    await Promise.allSettled([stores.sessions.close(), stores.rateLimit.close(), stores.conversations.close(), stores.streamLog.close()])
   })
 }, { name: 'stores', dependencies: ['config', 'lifecycle', 'metrics'], fastify: '5.x' })

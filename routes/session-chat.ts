@@ -6,6 +6,7 @@ import { Type, type Static } from 'typebox'
 import type { RunSpec } from '../lib/agent/spec.js'
 import { assertAllowedContent } from '../lib/content-policy.js'
 import { sessionChunks } from '../lib/stream-formats.js'
+import { resumableIn } from '../plugins/resumable.js'
 import { SessionChatRequest, SessionChatResponse, SseResponse } from '../schemas/chat.js'
 import { modelErrorResponses } from '../schemas/common.js'
 
@@ -32,7 +33,7 @@ const sessionChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const answerStream = async (request: FastifyRequest, reply: FastifyReply, body: Static<typeof SessionChatRequest>) => {
     const { sessionId, spec } = sessionRun(body)
     reply.header('x-session-id', sessionId)
-    await app.agent.stream(request, reply, spec, sessionChunks)
+    await app.agent.stream(request, reply, spec, sessionChunks, resumableIn(body, 'unversioned'))
     return reply
   }
 

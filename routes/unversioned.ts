@@ -5,6 +5,7 @@ import healthRoutes from './health.js'
 import sessionChatRoutes from './session-chat.js'
 import sessionRoutes from './sessions.js'
 import metricsRoutes from './metrics.js'
+import streamRoutes from './streams.js'
 
 const unversionedLayout: FastifyPluginAsync<LayoutOptions> = async (app, { extraRoutes }) => {
   app.setErrorHandler(createErrorHandler('unversioned', app.config.DEBUG))
@@ -12,6 +13,7 @@ const unversionedLayout: FastifyPluginAsync<LayoutOptions> = async (app, { extra
   await app.register(sessionChatRoutes)
   await app.register(sessionRoutes)
   await app.register(metricsRoutes)
+  await app.register(streamRoutes, { layout: 'unversioned' })
   if (extraRoutes) await app.register(extraRoutes)
 }
 

@@ -19,6 +19,14 @@ export const ChatMessage = Type.Object({
   content: Type.String({ minLength: 1, maxLength: 32000, description: 'Message text, 1 to 32000 characters' }),
 })
 
+/** `resumable` of every stream request (DECISIONS 13). */
+const resumableField = {
+  resumable: Type.Optional(Type.Boolean({
+    description: 'Default false. With a stream: the run goes on when the client leaves; the answer carries `X-Stream-Id` and ' +
+      '`Content-Location` (the resume URL), every event an `id:` line; resume with GET on that URL, cancel with POST <URL>/cancel',
+  })),
+}
+
 /** The AgentRequest fields /api/v1/chat also accepts; `models` is the allowed model list. */
 function agentFields (models: readonly string[]) {
   return {
@@ -44,6 +52,7 @@ export function chatRequestSchema (models: readonly string[]) {
   return Type.Object({
     messages: Type.Array(ChatMessage, { minItems: 1, description: 'The conversation, oldest first' }),
     stream: Type.Optional(Type.Boolean({ description: 'Default false. Answer as an SSE stream (as /api/v1/chat/stream)' })),
+    ...resumableField,
     ...agentFields(models),
   }, { description: 'ChatRequest, optionally with AgentRequest fields' })
 }
@@ -68,6 +77,7 @@ export function multimodalRequestSchema (models: readonly string[]) {
       Type.Null(),
     ], { description: `Base64 images or data: URLs (png, jpeg, gif, webp), at most ${MAX_IMAGES} of at most 5 MB each; attached to the last user message` })),
     stream: Type.Optional(Type.Boolean({ description: 'Default false. Answer as an SSE stream' })),
+    ...resumableField,
     ...agentFields(models),
   }, { description: 'MultimodalRequest' })
 }
@@ -109,6 +119,7 @@ export const SessionChatRequest = Type.Object({
     Type.Null(),
   ], { description: 'Continue this session; omit to start a new one' })),
   stream: Type.Optional(Type.Boolean({ description: 'Default false. Answer as an SSE stream (as /chat/stream)' })),
+  ...resumableField,
 })
 
 export const SessionChatResponse = Type.Object({

@@ -93,6 +93,28 @@ export function evaluate (results) {
     streamRows(rows, judge, streams ?? [], provider)
   }
 
+  for (const scenario of results.resumable ?? []) {
+    const byTarget = new Map()
+    for (const run of scenario.runs) byTarget.set(`${run.k}/${run.target}`, run)
+    for (const k of new Set(scenario.runs.map((run) => run.k))) {
+      const plain = byTarget.get(`${k}/plain`)
+      const name = `resumable K=${k}, ${scenario.delayMs} ms/token`
+      for (const [target, label, limit] of [['resumable-memory', 'in process', 1.1], ['resumable-redis', 'on Redis', 1.3]]) {
+        const run = byTarget.get(`${k}/${target}`)
+        if (!run) continue
+        const rc = { scenario: name, metric: `server CPU µs/token, ${label}`, service: fmt(run.cpuPerTokenUs, 2), reference: `${fmt(plain?.cpuPerTokenUs, 2)} (plain stream)`, ratio: ratio(run.cpuPerTokenUs, plain?.cpuPerTokenUs) }
+        if (plain) judge(rc, `${name}: CPU/token ${label} ≤ ${limit} × plain`, rc.ratio, `≤ ${limit}`, rc.ratio <= limit)
+        rows.push(rc)
+        const rm = { scenario: name, metric: `streams completed · TTFT p50 ms, ${label}`, service: `${run.completedTotal}/${run.streamsTotal} · ${fmt(run.ttftP50, 1)}`, reference: plain ? `${plain.completedTotal}/${plain.streamsTotal} · ${fmt(plain.ttftP50, 1)}` : '–' }
+        judge(rm, `${name}: every stream ${label} complete`, run.completedTotal, `${run.streamsTotal}`, run.completedTotal === run.streamsTotal)
+        rows.push(rm)
+      }
+    }
+    if (!Number.isNaN(scenario.redisBytesPerStream)) {
+      rows.push({ scenario: `resumable, ${scenario.delayMs} ms/token`, metric: 'Redis memory per finished stream (bytes)', service: fmt(scenario.redisBytesPerStream), reference: `${fmt(scenario.redisStreams)} streams kept` })
+    }
+  }
+
   const soak = results.soak
   if (soak) {
     const r = {

@@ -107,9 +107,11 @@ export function openStream (target, agent, timeoutMs = 120_000) {
         let end
         // One message per blank line; only its first line matters here (`data: <payload>`).
         while ((end = pending.indexOf('\n\n', from)) !== -1) {
-          if (pending.startsWith('data: ', from)) {
-            if (pending.startsWith('data: [DONE]', from)) done = true
-            else if (pending.startsWith('data: [ERROR]', from)) done = false
+          // A resumable stream's message starts with its `id:` line.
+          const at = pending.startsWith('id: ', from) ? pending.indexOf('\n', from) + 1 : from
+          if (pending.startsWith('data: ', at)) {
+            if (pending.startsWith('data: [DONE]', at)) done = true
+            else if (pending.startsWith('data: [ERROR]', at)) done = false
             else if (tokens++ === 0) ttft = performance.now() - start
           }
           from = end + 2

@@ -32,13 +32,14 @@ export interface SseWriter {
   /**
    * Sends one message: each line of `payload` (split on CRLF, CR, LF) as a `data: ` line, then a blank line.
    * Resolves when the data was accepted without exceeding the buffer, else after `'drain'` or close.
+   * With `id` (resumable streams, DECISIONS 13) the message starts with an `id:` line ({@link frameSseWithId}).
    */
-  send (payload: string): Promise<void>
+  send (payload: string, id?: number | string): Promise<void>
   /**
    * {@link SseWriter.send} without a promise in the common case: undefined when the data was accepted
    * without exceeding the buffer (or the stream is closed), else a promise that resolves after `'drain'` or close.
    */
-  trySend (payload: string): Promise<void> | undefined
+  trySend (payload: string, id?: number | string): Promise<void> | undefined
   /** Ends the response normally; idempotent, safe in `finally`. Does not abort `signal`. */
   end (): void
   /**
@@ -95,6 +96,11 @@ export function frameSse (payload: string): string {
   return 'data: ' + payload.split(/\r\n|\r|\n/).join('\ndata: ') + '\n\n'
 }
 
+/** {@link frameSse} preceded by an `id: <id>` line: the event id a client resumes from (`Last-Event-ID`). */
+export function frameSseWithId (payload: string, id: number | string): string {
+  return `id: ${id}\n${frameSse(payload)}`
+}
+
 const PING = ': ping\n\n'
 
 /** Lower-case names of {@link SSE_HEADERS}: same-named headers set earlier are replaced, not doubled. */
@@ -137,13 +143,13 @@ class SseStream implements SseWriter {
     return this.#closed
   }
 
-  send (payload: string): Promise<void> {
-    return this.trySend(payload) ?? Promise.resolve()
+  send (payload: string, id?: number | string): Promise<void> {
+    return this.trySend(payload, id) ?? Promise.resolve()
   }
 
-  trySend (payload: string): Promise<void> | undefined {
+  trySend (payload: string, id?: number | string): Promise<void> | undefined {
     if (this.#closed) return undefined
-    if (this.#write(frameSse(payload))) return undefined
+    if (this.#write(id === undefined ? frameSse(payload) : frameSseWithId(payload, id))) return undefined
     return this.#waitDrain()
   }
 

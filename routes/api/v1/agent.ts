@@ -2,6 +2,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { chatRunSpec } from '../../../lib/agent/conversation.js'
 import { agentEvents } from '../../../lib/stream-formats.js'
+import { resumableIn } from '../../../plugins/resumable.js'
 import { SseResponse, chatRequestSchema } from '../../../schemas/chat.js'
 import { modelErrorResponses } from '../../../schemas/common.js'
 
@@ -18,7 +19,7 @@ const agentRoutes: FastifyPluginAsyncTypebox = async (app) => {
       response: { 200: SseResponse, ...modelErrorResponses },
     },
   }, async (request, reply) => {
-    await app.agent.stream(request, reply, chatRunSpec(request.body, 'all'), agentEvents)
+    await app.agent.stream(request, reply, chatRunSpec(request.body, 'all'), agentEvents, resumableIn(request.body, 'versioned'))
     return reply
   })
 }

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { agentResponse, chatRunSpec } from '../../../lib/agent/conversation.js'
 import { textChunks } from '../../../lib/stream-formats.js'
+import { resumableIn } from '../../../plugins/resumable.js'
 import {
   AgentResponse, SimpleChatResponse, SseResponse, chatRequestSchema, v1ChatBodySchema,
 } from '../../../schemas/chat.js'
@@ -35,7 +36,7 @@ const chatRoutes: FastifyPluginAsyncTypebox = async (app) => {
     }
     const spec = chatRunSpec(body, [])
     if (body.stream === true) {
-      await app.agent.stream(request, reply, spec, textChunks)
+      await app.agent.stream(request, reply, spec, textChunks, resumableIn(body, 'versioned'))
       return reply
     }
     return agentResponse(await app.agent.json(request, reply, spec))
@@ -51,7 +52,7 @@ const chatRoutes: FastifyPluginAsyncTypebox = async (app) => {
       response: { 200: SseResponse, ...modelErrorResponses },
     },
   }, async (request, reply) => {
-    await app.agent.stream(request, reply, chatRunSpec(request.body, []), textChunks)
+    await app.agent.stream(request, reply, chatRunSpec(request.body, []), textChunks, resumableIn(request.body, 'versioned'))
     return reply
   })
 }

@@ -4,6 +4,7 @@ import { agentResponse, chatRunSpec } from '../../../lib/agent/conversation.js'
 import { parseImage } from '../../../lib/images.js'
 import type { ImageBlock } from '../../../lib/llm/types.js'
 import { textChunks } from '../../../lib/stream-formats.js'
+import { resumableIn } from '../../../plugins/resumable.js'
 import { RequestValidationError, type ValidationIssue } from '../../../lib/validation.js'
 import { AgentResponse, MAX_IMAGE_BYTES, MAX_IMAGE_CHARS, MAX_IMAGES, SseResponse, multimodalRequestSchema } from '../../../schemas/chat.js'
 import { modelErrorResponses } from '../../../schemas/common.js'
@@ -34,7 +35,7 @@ const v2ChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
     if (issues.length > 0) throw new RequestValidationError(issues)
     const spec = chatRunSpec(body, [], images)
     if (body.stream === true) {
-      await app.agent.stream(request, reply, spec, textChunks)
+      await app.agent.stream(request, reply, spec, textChunks, resumableIn(body, 'versioned'))
       return reply
     }
     return agentResponse(await app.agent.json(request, reply, spec))

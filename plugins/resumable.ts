@@ -1,0 +1,125 @@
+// Resumable streams plugin (DECISIONS 13): opens a stream in the event log and follows it over SSE; detached runs end on shutdown.
+import { randomUUID } from 'node:crypto'
+import fp from 'fastify-plugin'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { UsageReport } from '../lib/agent/events.js'
+import { HttpError } from '../lib/errors.js'
+import { openSseStream, type SseWriter } from '../lib/http/sse.js'
+import type { StreamEntry, StreamProducer } from '../lib/stores/stream-log.js'
+import { agentEvents, sessionChunks, textChunks, type StreamFormat } from '../lib/stream-formats.js'
+
+/** Which layout a stream belongs to: it decides the resume URL. */
+export type StreamLayout = 'versioned' | 'unversioned'
+
+/** The resume URL of stream `id` (`Content-Location`). */
+export function resumeUrl (layout: StreamLayout, id: string): string {
+  return layout === 'versioned' ? `/api/v1/streams/${id}` : `/streams/${id}`
+}
+
+/** The `app.agent.stream` option a body with `resumable: true` asks for, in `layout`. */
+export function resumableIn (body: { resumable?: boolean | undefined }, layout: StreamLayout): { resumable?: StreamLayout } {
+  return body.resumable === true ? { resumable: layout } : {}
+}
+
+/** No usage known: what a terminal payload written without its producer is formatted with (only its last payload is kept). */
+const NO_USAGE: UsageReport = { input_tokens: 0, output_tokens: 0, model: '', source: 'estimated' }
+
+/** The last payload of `format`'s error message: the terminal event a cancel or an interrupt writes on its own. */
+const terminalError = (format: StreamFormat, message: string): string => format.error(message, NO_USAGE).at(-1) ?? message
+
+/** The name a stream's format is recorded under. */
+export function formatName (format: StreamFormat): string {
+  if (format === agentEvents) return 'agent'
+  if (format === sessionChunks) return 'session'
+  if (format === textChunks) return 'text'
+  return 'custom'
+}
+
+/** Who is calling (set by the auth plugin): only this identity may read or cancel its streams. */
+export function identityOf (request: FastifyRequest): string {
+  return request.identity || `ip:${request.ip}`
+}
+
+/** The stream store is down (Redis outage): 503 with a fixed text; the cause is logged, not shown. */
+export function streamStoreDown (error: unknown): never {
+  throw new HttpError(503, 'Stream store unavailable, please retry later', { 'retry-after': '1' }, { cause: error })
+}
+
+/**
+ * Writes `entries` to `sse` with their ids, waiting for the client only when it does not keep up; stops
+ * when the client leaves (the run is not touched) and ends the response after the terminal event.
+ */
+export async function pipeEntries (entries: AsyncIterable<StreamEntry>, sse: SseWriter): Promise<void> {
+  try {
+    for await (const entry of entries) {
+      const drained = sse.trySend(entry.payload, entry.id)
+      if (drained !== undefined) await drained
+      if (sse.closed) return
+    }
+  } finally {
+    sse.end()
+  }
+}
+
+/** A resumable stream as its route runs it. */
+export interface OpenedStream {
+  producer: StreamProducer
+  /** Aborts the run: a cancel (from any replica) or shutdown. The client leaving does not. */
+  signal: AbortSignal
+  /** The original connection, one more follower of the log; resolves when it has ended. */
+  followed: Promise<void>
+  /** Call when the run has finished (whatever the outcome). */
+  done (): void
+}
+
+function createResumable (app: FastifyInstance) {
+  const runs = new Set<AbortController>()
+  app.lifecycle.onForceClose(() => {
+    for (const run of runs) run.abort(new DOMException('Server is shutting down', 'AbortError'))
+  })
+  return {
+    /**
+     * Starts a resumable stream in `format`: records it in the log, answers with `X-Stream-Id` and
+     * `Content-Location` and follows the log on this connection. A stream store that is down is a 503
+     * before the stream opens.
+     */
+    async open (request: FastifyRequest, reply: FastifyReply, format: StreamFormat, layout: StreamLayout): Promise<OpenedStream> {
+      const id = randomUUID()
+      const producer = await app.stores.streamLog.start(id, {
+        owner: identityOf(request),
+        format: formatName(format),
+        cancelledPayload: terminalError(format, 'Cancelled'),
+        interruptedPayload: terminalError(format, 'Stream interrupted'),
+      }).catch(streamStoreDown)
+      const controller = new AbortController()
+      runs.add(controller)
+      const onCancel = (): void => { controller.abort(producer.cancelSignal.reason) }
+      producer.cancelSignal.addEventListener('abort', onCancel, { once: true })
+      reply.header('x-stream-id', id)
+      reply.header('content-location', resumeUrl(layout, id))
+      // No formatError: on shutdown the run itself ends the stream in the log (replayable elsewhere).
+      const sse = openSseStream(request, reply, { heartbeatMs: app.config.SSE_HEARTBEAT_SECONDS * 1000, registry: app.streams })
+      return {
+        producer,
+        signal: controller.signal,
+        followed: pipeEntries(producer.follow(0, sse.signal), sse),
+        done () {
+          runs.delete(controller)
+          producer.cancelSignal.removeEventListener('abort', onCancel)
+        },
+      }
+    },
+    /** Runs still going (with or without a client). */
+    get running (): number {
+      return runs.size
+    },
+  }
+}
+
+declare module 'fastify' {
+  interface FastifyInstance { resumable: ReturnType<typeof createResumable> }
+}
+
+export default fp(async (app) => {
+  app.decorate('resumable', createResumable(app))
+}, { name: 'resumable', dependencies: ['config', 'lifecycle', 'stores', 'streams'], fastify: '5.x' })
