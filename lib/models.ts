@@ -1,8 +1,8 @@
 // The model table (DECISIONS section 14): MODELS entries or MODELS_FILE resolved to one route per client-visible name.
 import { readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { extname } from 'node:path'
 import Value from 'typebox/value'
-import { parse as parseYaml } from 'yaml'
 import { DEFAULT_MODELS, type Env } from '../schemas/config.js'
 import { ModelsFile, PROVIDERS, type ModelsFileBody, type ProviderKind } from '../schemas/models.js'
 import { ConfigError } from './errors.js'
@@ -90,7 +90,8 @@ function readModelsFile (path: string): unknown {
   }
   const yaml = ['.yaml', '.yml'].includes(extname(path).toLowerCase())
   try {
-    return yaml ? parseYaml(text) : JSON.parse(text)
+    // The YAML parser is loaded only for a YAML file: most services never pay for it at startup.
+    return yaml ? (createRequire(import.meta.url)('yaml') as typeof import('yaml')).parse(text) : JSON.parse(text)
   } catch (error) {
     return fail(`MODELS_FILE ${path} is not valid ${yaml ? 'YAML' : 'JSON'}: ${(error as Error).message.split('\n')[0] ?? ''}`)
   }

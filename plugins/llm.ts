@@ -6,7 +6,6 @@ import { createAnthropicProvider } from '../lib/llm/anthropic.js'
 import { withInstrumentation, type ModelCallRecorder } from '../lib/llm/instrumented.js'
 import { createLimiter, withLimiter, type Limiter } from '../lib/llm/limiter.js'
 import { createOfflineProvider } from '../lib/llm/offline.js'
-import { createOpenAIProvider } from '../lib/llm/openai.js'
 import { createModelRouter, type RouterModel } from '../lib/llm/router.js'
 import type { LLMProvider } from '../lib/llm/types.js'
 import { findArithmeticExpression } from '../lib/llm/arithmetic-in-text.js'
@@ -29,8 +28,10 @@ export interface LLMPluginOptions {
 }
 
 /** One provider per endpoint (kind, URL, key), shared by the models that use it; the router over them all. */
-function createRoutedProvider (app: FastifyInstance): LLMProvider {
+async function createRoutedProvider (app: FastifyInstance): Promise<LLMProvider> {
   const config = app.config
+  // The openai SDK is loaded only when a model uses it (it adds to every startup otherwise).
+  const openai = config.modelRoutes.some((route) => route.provider === 'openai') ? await import('../lib/llm/openai.js') : undefined
   const endpoints = new Map<string, LLMProvider>()
   const common = {
     maxAttempts: config.LLM_MAX_ATTEMPTS,
@@ -51,8 +52,8 @@ function createRoutedProvider (app: FastifyInstance): LLMProvider {
         apiKey: route.apiKey ?? '',
         ...(config.LLM_API_VERSION ? { apiVersion: config.LLM_API_VERSION } : {}),
       })
-    } else if (route.provider === 'openai') {
-      provider = createOpenAIProvider({ ...common, ...endpoint, ...(route.apiKey === undefined ? {} : { apiKey: route.apiKey }) })
+    } else if (route.provider === 'openai' && openai !== undefined) {
+      provider = openai.createOpenAIProvider({ ...common, ...endpoint, ...(route.apiKey === undefined ? {} : { apiKey: route.apiKey }) })
     } else {
       provider = createOfflineProvider({
         knowledgeKeys: app.knowledgeBase.keys(),
@@ -89,7 +90,7 @@ function createRoutedProvider (app: FastifyInstance): LLMProvider {
 
 export default fp<LLMPluginOptions>(async (app, options) => {
   const config = app.config
-  const base = options.provider ?? createRoutedProvider(app)
+  const base = options.provider ?? await createRoutedProvider(app)
   const { llmRequestDuration, llmTimeToFirstToken } = app.metrics
   const recorder: ModelCallRecorder = {
     call: (model, outcome, seconds) => llmRequestDuration.observe({ model, outcome }, seconds),

@@ -1,6 +1,4 @@
 // The model router (DECISIONS section 14): one provider per model name, fallback before the first output, cooldown.
-import Anthropic from '@anthropic-ai/sdk'
-import OpenAI from 'openai'
 import { LLMServiceError } from '../errors.js'
 import { isAbortError } from './abort.js'
 import { isRetryableError } from './retry.js'
@@ -44,11 +42,15 @@ function field (error: unknown, key: string): unknown {
   return typeof error === 'object' && error !== null ? (error as Record<string, unknown>)[key] : undefined
 }
 
-/** An `error` event inside a stream (either SDK), as opposed to an HTTP status or a transport failure. */
+/**
+ * An `error` event inside a stream, as opposed to an HTTP status or a transport failure: our
+ * StreamErrorEvent, or an SDK APIError with no status that carries the event's error body (checked by
+ * shape, so the router loads no SDK).
+ */
 function isErrorEvent (error: unknown): boolean {
   if (field(error, 'errorEvent') === true) return true
-  return error instanceof Anthropic.APIError && error.status === undefined &&
-    !(error instanceof Anthropic.APIConnectionError) && !(error instanceof Anthropic.APIUserAbortError)
+  const body = field(error, 'error')
+  return error instanceof Error && 'status' in error && field(error, 'status') === undefined && typeof body === 'object' && body !== null
 }
 
 /**
@@ -61,7 +63,6 @@ export function fallbackReason (error: unknown): string | undefined {
   if (isAbortError(cause)) return undefined
   const text = error instanceof Error ? error.message : String(error)
   const transient = isErrorEvent(cause) || isRetryableError(cause) ||
-    cause instanceof OpenAI.APIConnectionError || cause instanceof Anthropic.APIConnectionError ||
     (error instanceof LLMServiceError && error.statusCode === 504)
   return transient ? text : undefined
 }
