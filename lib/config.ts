@@ -1,6 +1,7 @@
 // Loads and resolves the service configuration: env-schema validation, then derived settings.
 import { envSchema } from 'env-schema'
 import { EnvSchema, type Env } from '../schemas/config.js'
+import { checkRedisSettings } from './stores/redis-url.js'
 
 /** Thrown when the environment holds an invalid value; the message is one line naming the variable. */
 export class ConfigError extends Error {
@@ -72,8 +73,10 @@ export function resolveConfig (env: Env) {
   if (env.LLM_BASE_URL !== undefined && !URL.canParse(env.LLM_BASE_URL)) {
     throw new ConfigError(`Invalid configuration: LLM_BASE_URL must be a URL (got ${JSON.stringify(env.LLM_BASE_URL)})`)
   }
-  if (env.REDIS_URL !== '' && !/^rediss?:\/\//.test(env.REDIS_URL)) {
-    throw new ConfigError('Invalid configuration: REDIS_URL must start with redis:// or rediss://')
+  try {
+    checkRedisSettings(env.REDIS_URL, env.REDIS_CLUSTER, env.REDIS_PREFIX)
+  } catch (error) {
+    throw new ConfigError(`Invalid configuration: ${(error as Error).message}`)
   }
   const corsOrigins = splitList(env.CORS_ORIGINS)
   const defaultModel = env.MODEL_NAME ?? env.DEFAULT_MODEL ?? splitList(env.MODELS)[0] ?? 'offline'

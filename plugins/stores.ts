@@ -1,8 +1,9 @@
-// Stores plugin: sessions, rate-limit windows and the conversation log, in process or in Redis (REDIS_URL).
+// Stores plugin: sessions, rate-limit windows and the conversation log, in process or in Redis (REDIS_URL, REDIS_CLUSTER).
 import fp from 'fastify-plugin'
 import { createMemoryConversationLog, createMemoryRateLimitStore, createMemorySessionStore } from '../lib/stores/memory.js'
 import {
-  closeRedisClient, createRedisClient, createRedisConversationLog, createRedisRateLimitStore, createRedisSessionStore, waitForRedis,
+  closeRedisClient, createRedisClient, createRedisClusterClient, createRedisConversationLog, createRedisRateLimitStore,
+  createRedisSessionStore, waitForRedis, withConversationLogOutages, withRateLimitFallback, withSessionOutageLog,
 } from '../lib/stores/redis.js'
 import type { ConversationLog, RateLimitStore, SessionStore } from '../lib/stores/types.js'
 
@@ -10,7 +11,7 @@ export interface Stores {
   sessions: SessionStore
   rateLimit: RateLimitStore
   conversations: ConversationLog
-  /** `redis` when REDIS_URL is set, else `memory`. */
+  /** `redis` when REDIS_URL is set (one Redis or a Redis Cluster), else `memory`. */
   kind: 'memory' | 'redis'
 }
 
@@ -29,16 +30,32 @@ export default fp(async (app) => {
       conversations: createMemoryConversationLog({ maxEntries: config.CONVERSATION_LOG_MAX }),
     }
   } else {
-    const redis = createRedisClient(config.REDIS_URL, { logger: app.log, connectionName: 'agent-chat-api' })
+    const clientOptions = { logger: app.log, connectionName: 'agent-chat-api' }
+    const redis = config.REDIS_CLUSTER
+      ? createRedisClusterClient(config.REDIS_URL, clientOptions)
+      : createRedisClient(config.REDIS_URL, clientOptions)
     const prefix = config.REDIS_PREFIX
     stores = {
       kind: 'redis',
-      sessions: createRedisSessionStore(redis, { prefix, ttlSeconds: config.SESSION_TTL_SECONDS }),
-      rateLimit: createRedisRateLimitStore(redis, { prefix }),
-      conversations: createRedisConversationLog(redis, { prefix, maxLen: config.CONVERSATION_LOG_MAX }),
+      sessions: withSessionOutageLog(createRedisSessionStore(redis, { prefix, ttlSeconds: config.SESSION_TTL_SECONDS }), app.log),
+      // While Redis is down the limits hold per process (DECISIONS 7), never off.
+      rateLimit: withRateLimitFallback(createRedisRateLimitStore(redis, { prefix }), createMemoryRateLimitStore(), {
+        logger: app.log,
+        onFallback: () => { app.metrics.rateLimitStoreErrors.inc() },
+      }),
+      conversations: withConversationLogOutages(createRedisConversationLog(redis, {
+        prefix, maxLen: config.CONVERSATION_LOG_MAX, ttlSeconds: config.SESSION_TTL_SECONDS,
+      }), app.log),
     }
-    app.lifecycle.addCheck('redis', async () => { await redis.ping() })
-    // Start serving even when Redis is down: limits fail open and session routes answer 503 until it returns.
+    // /ready names the check only: the driver's error text may hold an address (DECISIONS 10).
+    app.lifecycle.addCheck('redis', async () => {
+      try {
+        await redis.ping()
+      } catch {
+        throw new Error('unreachable')
+      }
+    })
+    // Start serving even when Redis is down: limits hold per process and session routes answer 503 until it returns.
     await waitForRedis(redis, 2000).catch((error: unknown) => {
       app.log.error({ err: error }, 'Redis not reachable at startup; continuing, it will reconnect')
     })
