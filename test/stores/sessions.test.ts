@@ -27,7 +27,7 @@ test('redis cluster session store: contract', async (t) => {
   sessionStoreContract(t, async () => createRedisSessionStore(redis, { prefix: `${env.prefix}${randomUUID()}:`, ttlSeconds: 3600 }))
 })
 
-test('redis cluster session store: a session's keys share one slot, sessions spread over the masters', async (t) => {
+test('redis cluster session store: the keys of a session share one slot, sessions spread over the masters', async (t) => {
   const env = await requireRedisCluster(t)
   if (env === null) return
   const redis = await env.connect()
