@@ -37,7 +37,12 @@ export default fp(async (app) => {
     const prefix = config.REDIS_PREFIX
     stores = {
       kind: 'redis',
-      sessions: withSessionOutageLog(createRedisSessionStore(redis, { prefix, ttlSeconds: config.SESSION_TTL_SECONDS }), app.log),
+      sessions: withSessionOutageLog(createRedisSessionStore(redis, {
+        prefix,
+        ttlSeconds: config.SESSION_TTL_SECONDS,
+        // A cluster failover (a replica taking over) costs retries, not a 503; a single Redis fails fast.
+        ...(config.REDIS_CLUSTER ? { retry: { attempts: 8, delayMs: 250 } } : {}),
+      }), app.log),
       // While Redis is down the limits hold per process (DECISIONS 7), never off.
       rateLimit: withRateLimitFallback(createRedisRateLimitStore(redis, { prefix }), createMemoryRateLimitStore(), {
         logger: app.log,

@@ -1,7 +1,7 @@
 // Redis session store: one list of JSON turns per session, idle expiry, a sorted-set index for count(); cluster-safe keys.
 import type { ChatTurn } from '../llm/types.js'
 import { trimTurns } from './memory-trim.js'
-import { defineScript, hashKey, type RedisConnection } from './redis-client.js'
+import { defineScript, hashKey, retryTransient, uniqueNonce, type RedisConnection, type TransientRetryOptions } from './redis-client.js'
 import type { SessionRecord, SessionStore } from './types.js'
 
 /** Options of createRedisSessionStore. */
@@ -10,6 +10,12 @@ export interface RedisSessionStoreOptions {
   prefix: string
   /** Idle expiry: a session unused (no get, append or trim) this long is gone. Fractions allowed. */
   ttlSeconds: number
+  /**
+   * Try each operation again on a transient error (a cluster failover: dropped node connection,
+   * CLUSTERDOWN); default none (fail fast). Safe: append carries a nonce, so a retried append whose
+   * first try did land is not applied twice.
+   */
+  retry?: TransientRetryOptions
 }
 
 // Every script reads the server clock, so replicas with skewed clocks agree.
@@ -21,14 +27,17 @@ const TOUCH = `redis.call('PEXPIRE', KEYS[1], ttl)
 redis.call('PEXPIRE', KEYS[2], ttl)
 `
 
-// KEYS: turns list, meta hash. ARGV: ttlMs, turn JSON...
+// KEYS: turns list, meta hash. ARGV: ttlMs, append nonce, turn JSON... Returns 0 when this nonce was already applied.
 const APPEND = defineScript(`${NOW}local ttl = tonumber(ARGV[1])
 if redis.call('EXISTS', KEYS[2]) == 0 then
   redis.call('DEL', KEYS[1])
   redis.call('HSET', KEYS[2], 'createdAt', now)
+elseif redis.call('HGET', KEYS[2], 'lastAppend') == ARGV[2] then
+  return 0
 end
+redis.call('HSET', KEYS[2], 'lastAppend', ARGV[2])
 local n = #ARGV
-local i = 2
+local i = 3
 while i <= n do
   local j = math.min(i + 99, n)
   redis.call('RPUSH', KEYS[1], unpack(ARGV, i, j))
@@ -117,30 +126,31 @@ export function createRedisSessionStore (redis: RedisConnection, options: RedisS
     const member = `${hashKey(owner)}:${id}`
     return { keys: [`${prefix}session:{${member}}`, `${prefix}session-meta:{${member}}`], member }
   }
-  const touchIndex = async (member: string): Promise<void> => { await INDEX_TOUCH.run(redis, [indexKey], [ttlMs, member]) }
+  const { retry } = options
+  const run = retry === undefined ? async <T>(call: () => Promise<T>) => await call() : async <T>(call: () => Promise<T>) => await retryTransient(call, retry)
+  const touchIndex = async (member: string): Promise<void> => { await run(async () => await INDEX_TOUCH.run(redis, [indexKey], [ttlMs, member])) }
 
   return {
     async get (owner, id) {
       const { keys, member } = keysOf(owner, id)
-      const record = parseRecord(await GET.run(redis, keys, [ttlMs]))
+      const record = parseRecord(await run(async () => await GET.run(redis, keys, [ttlMs])))
       if (record !== null) await touchIndex(member)
       return record
     },
 
     async append (owner, id, turns) {
       const { keys, member } = keysOf(owner, id)
-      await Promise.all([
-        APPEND.run(redis, keys, [ttlMs, ...turns.map((turn) => JSON.stringify(turn))]),
-        touchIndex(member),
-      ])
+      const nonce = uniqueNonce()
+      const args = [ttlMs, nonce, ...turns.map((turn) => JSON.stringify(turn))]
+      await Promise.all([run(async () => await APPEND.run(redis, keys, args)), touchIndex(member)])
     },
 
     async trim (owner, id, maxTokens) {
       const { keys, member } = keysOf(owner, id)
       for (let attempt = 0; attempt < TRIM_ATTEMPTS; attempt++) {
-        const turns = parseTurns(await redis.lrange(keys[0], 0, -1))
+        const turns = parseTurns(await run(async () => await redis.lrange(keys[0], 0, -1)))
         const drop = turns.length - trimTurns(turns, maxTokens).length
-        const result = await TRIM.run(redis, keys, [ttlMs, turns.length, drop])
+        const result = await run(async () => await TRIM.run(redis, keys, [ttlMs, turns.length, drop]))
         if (result === 1) await touchIndex(member)
         if (result !== -1) return
       }
@@ -149,12 +159,12 @@ export function createRedisSessionStore (redis: RedisConnection, options: RedisS
 
     async delete (owner, id) {
       const { keys, member } = keysOf(owner, id)
-      const [deleted] = await Promise.all([redis.del(...keys), redis.zrem(indexKey, member)])
+      const [deleted] = await Promise.all([run(async () => await redis.del(...keys)), run(async () => await redis.zrem(indexKey, member))])
       return deleted > 0
     },
 
     async count () {
-      return Number(await COUNT.run(redis, [indexKey], [ttlMs]))
+      return Number(await run(async () => await COUNT.run(redis, [indexKey], [ttlMs])))
     },
 
     async close () {
