@@ -23,11 +23,11 @@ function startTraffic (apps: [App, App], workers: number, label: string): Traffi
     list.push(status)
     statuses.set(kind, list)
   }
-  let running = true
+  const state = { running: true }
   const loops = Array.from({ length: workers }, async (_, w) => {
     const session = `${label}-worker-${w}`
     let n = 0
-    while (running) {
+    while (state.running) {
       const app = apps[n % 2] as App
       const chat = await app.inject({ method: 'POST', url: '/chat', payload: { message: `turn ${n}`, session_id: session } })
       record('POST /chat', chat.statusCode)
@@ -43,7 +43,7 @@ function startTraffic (apps: [App, App], workers: number, label: string): Traffi
     statuses,
     expectedTurns,
     async stop () {
-      running = false
+      state.running = false
       await Promise.all(loops)
     },
   }
