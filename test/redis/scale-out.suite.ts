@@ -11,6 +11,7 @@ import { startFakeAnthropic } from '../fake-anthropic/server.js'
 import { ROOMY_LIMITS, eventually, listen, postJson, upstreamMessages } from '../helpers/agent.js'
 import { fakeEnv } from '../helpers/fake-app.js'
 import { buildTestApp } from '../helpers/app.js'
+import { sampleValue } from '../helpers/metrics.js'
 import { readSse } from '../helpers/sse-client.js'
 
 /** What one test gets from a backend: the app settings that reach it, a private prefix, admin access. */
@@ -320,5 +321,17 @@ export function scaleOutSuite (backend: RedisBackend): void {
     t.ok(estimateTokens(messages) <= budget, 'within the budget')
     t.equal(messages[0]?.role, 'user', 'starts with a user turn')
     t.equal(messages.at(-2)?.content, `message number 7 ${'padding '.repeat(14)}`, 'the newest exchange is kept')
+  })
+
+  test(`${backend.name}: agent_active_sessions is the shared count, the same on every instance, and says so`, async (t) => {
+    const redis = await backend.require(t)
+    if (redis === null) return
+    const [a, b] = await twoInstances(t, { ...ROOMY_LIMITS, ...redis.appEnv })
+    for (let i = 0; i < 3; i++) t.equal((await a.inject({ method: 'POST', url: '/chat', payload: { message: `on A ${i}` } })).statusCode, 200)
+    for (let i = 0; i < 2; i++) t.equal((await b.inject({ method: 'POST', url: '/chat', payload: { message: `on B ${i}` } })).statusCode, 200)
+    t.equal(await sampleValue(a, 'agent_active_sessions'), 5, 'A counts the sessions of both')
+    t.equal(await sampleValue(b, 'agent_active_sessions'), 5, 'B reports the same figure: max() over replicas, not sum()')
+    const text = (await a.inject('/metrics')).body
+    t.match(text, /^# HELP agent_active_sessions .*shared count across all replicas.*max\(\), not sum\(\)/m, 'the help text says it is shared')
   })
 }
