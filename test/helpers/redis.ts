@@ -232,6 +232,10 @@ export interface LocalRedisCluster {
   migrateSlotOf (key: string, pauseMs?: number): Promise<{ from: number, to: number, keys: number }>
   /** Waits until every live node reports cluster_state:ok and agrees on the slot map. */
   waitHealthy (timeoutMs?: number): Promise<void>
+  /** SIGKILLs every node: the whole cluster is down. */
+  killAll (): Promise<void>
+  /** Restarts every node on its port with its cluster config (empty: no persistence) and waits until healthy. */
+  restartAll (): Promise<void>
   stop (): Promise<void>
 }
 
@@ -282,17 +286,30 @@ export async function startRedisCluster (t: Test, options: RedisClusterOptions =
   const children = new Map<number, ChildProcess>()
   const admins = new Map<number, Redis>()
   const nodes: ClusterNode[] = []
-  for (let i = 0; i < masters * (1 + replicas); i++) {
-    const port = await sparePort()
-    nodes.push({ port, url: `redis://127.0.0.1:${port}`, killed: false })
+  // A restarted node finds its nodes-<port>.conf (identity and slots) in `dir` and rejoins; data is not kept.
+  const spawnNode = (port: number): void => {
     children.set(port, spawn('redis-server', [
       '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir,
       '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', '1000',
       '--cluster-replica-validity-factor', '0', '--logfile', join(dir, `${port}.log`),
     ], { stdio: 'ignore' }))
   }
+  for (let i = 0; i < masters * (1 + replicas); i++) {
+    const port = await sparePort()
+    nodes.push({ port, url: `redis://127.0.0.1:${port}`, killed: false })
+    spawnNode(port)
+  }
+  const waitAnswering = async (): Promise<void> => {
+    for (const node of nodes) {
+      const deadline = Date.now() + 5000
+      while (!(await probe(node.url, 200))) {
+        if (Date.now() > deadline) throw new Error(`cluster node did not start on port ${node.port}`)
+        await sleep(25)
+      }
+    }
+  }
 
-  const stop = async (): Promise<void> => {
+  const killAll = async (): Promise<void> => {
     for (const admin of admins.values()) admin.disconnect()
     admins.clear()
     await Promise.all([...children.values()].map(async (child) => {
@@ -302,6 +319,9 @@ export async function startRedisCluster (t: Test, options: RedisClusterOptions =
       await exited
     }))
     children.clear()
+  }
+  const stop = async (): Promise<void> => {
+    await killAll()
     await rm(dir, { recursive: true, force: true })
   }
 
@@ -350,6 +370,16 @@ export async function startRedisCluster (t: Test, options: RedisClusterOptions =
     admin,
     stop,
     waitHealthy,
+    killAll,
+    async restartAll () {
+      await killAll()
+      for (const node of nodes) {
+        node.killed = false
+        spawnNode(node.port)
+      }
+      await waitAnswering()
+      await waitHealthy()
+    },
     async masterOf (key) {
       const owner = ownerOf(await clusterNodes(), await slotOf(key))
       if (owner === undefined) throw new Error(`no master serves the slot of ${key}`)
@@ -405,13 +435,7 @@ export async function startRedisCluster (t: Test, options: RedisClusterOptions =
   }
 
   try {
-    for (const node of nodes) {
-      const deadline = Date.now() + 5000
-      while (!(await probe(node.url, 200))) {
-        if (Date.now() > deadline) throw new Error(`cluster node did not start on port ${node.port}`)
-        await sleep(25)
-      }
-    }
+    await waitAnswering()
     await execFileAsync('redis-cli', ['--cluster', 'create', ...nodes.map((node) => `127.0.0.1:${node.port}`),
       '--cluster-replicas', String(replicas), '--cluster-yes'], { timeout: 30_000 })
     await waitHealthy()
