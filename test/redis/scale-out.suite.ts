@@ -276,6 +276,10 @@ export function scaleOutSuite (backend: RedisBackend): void {
       const pttl = await client.pttl(key)
       t.ok(pttl > 20_000 && pttl <= 30_000, `the ratelimit key expires with its window (pttl ${pttl})`)
     }
+    const logKey = `${redis.prefix}conversations`
+    t.ok(await eventually(async () => (await client.exists(logKey)) === 1), 'the conversation log was written')
+    const logTtl = await client.pttl(logKey)
+    t.ok(logTtl > (ttl - 10) * 1000 && logTtl <= ttl * 1000, `the conversation log expires SESSION_TTL_SECONDS after its last write (pttl ${logTtl})`)
 
     // Use on the other instance refreshes the expiry.
     for (const key of sessionKeys) await client.pexpire(key, 5000)
