@@ -9,6 +9,8 @@ import { requireRedisCluster, type RedisClusterTestEnv } from '../helpers/redis.
 interface Traffic {
   /** Status codes seen, by request kind. */
   statuses: Map<string, number[]>
+  /** Slowest answer, by request kind (ms), for the record. */
+  slowest: Map<string, number>
   /** Turns each worker's session should hold. */
   expectedTurns: Map<string, number>
   stop (): Promise<void>
@@ -18,6 +20,14 @@ interface Traffic {
 function startTraffic (apps: [App, App], workers: number, label: string): Traffic {
   const statuses = new Map<string, number[]>()
   const expectedTurns = new Map<string, number>()
+  const slowest = new Map<string, number>()
+  const timed = async <T extends { statusCode: number }>(kind: string, call: () => Promise<T>): Promise<T> => {
+    const started = performance.now()
+    const res = await call()
+    slowest.set(kind, Math.max(slowest.get(kind) ?? 0, performance.now() - started))
+    record(kind, res.statusCode)
+    return res
+  }
   const record = (kind: string, status: number): void => {
     const list = statuses.get(kind) ?? []
     list.push(status)
@@ -29,18 +39,19 @@ function startTraffic (apps: [App, App], workers: number, label: string): Traffi
     let n = 0
     while (state.running) {
       const app = apps[n % 2] as App
-      const chat = await app.inject({ method: 'POST', url: '/chat', payload: { message: `turn ${n}`, session_id: session } })
-      record('POST /chat', chat.statusCode)
+      const chat = await timed('POST /chat', async () =>
+        await app.inject({ method: 'POST', url: '/chat', payload: { message: `turn ${n}`, session_id: session } }))
       if (chat.statusCode === 200) expectedTurns.set(session, (expectedTurns.get(session) ?? 0) + 2)
-      record('GET /sessions/:id', (await app.inject(`/sessions/${session}`)).statusCode)
-      record('POST /api/v1/chat', (await app.inject({
+      await timed('GET /sessions/:id', async () => await app.inject(`/sessions/${session}`))
+      await timed('POST /api/v1/chat', async () => await app.inject({
         method: 'POST', url: '/api/v1/chat', payload: { messages: [{ role: 'user', content: `v1 ${n}` }] },
-      })).statusCode)
+      }))
       n++
     }
   })
   return {
     statuses,
+    slowest,
     expectedTurns,
     async stop () {
       state.running = false
@@ -58,6 +69,7 @@ async function assertNoFailures (t: Test, traffic: Traffic, app: App): Promise<v
     t.same(failed, [], `${kind}: all ${list.length} answered 200`)
   }
   t.ok(total > 0, `${total} requests during the fault`)
+  t.comment(`slowest answers (ms): ${JSON.stringify(Object.fromEntries([...traffic.slowest].map(([k, v]) => [k, Math.round(v)])))}`)
   for (const [session, turns] of traffic.expectedTurns) {
     const history = await app.inject(`/sessions/${session}`)
     t.equal(history.statusCode, 200)
