@@ -62,7 +62,7 @@ export function parseClusterUrls (value: string): RedisClusterSettings {
   if (urls.length === 0) throw new RedisUrlError('REDIS_URL must list at least one seed node URL when REDIS_CLUSTER=true')
   const seeds: RedisSeedNode[] = []
   let first: URL | undefined
-  for (const raw of urls) {
+  for (const [index, raw] of urls.entries()) {
     if (!/^rediss?:\/\//.test(raw)) {
       throw new RedisUrlError(`REDIS_URL: every seed node must start with redis:// or rediss:// (got ${describe(raw)})`)
     }
@@ -70,7 +70,7 @@ export function parseClusterUrls (value: string): RedisClusterSettings {
     try {
       parsed = new URL(raw)
     } catch {
-      throw new RedisUrlError(`REDIS_URL: ${describe(raw)} is not a valid URL`)
+      throw new RedisUrlError(`REDIS_URL: seed node ${index + 1} is not a valid URL`)
     }
     if (parsed.hostname === '') throw new RedisUrlError(`REDIS_URL: seed node ${describe(raw)} has no host`)
     if (parsed.pathname !== '' && parsed.pathname !== '/' && parsed.pathname !== '/0') {
