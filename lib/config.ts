@@ -3,6 +3,7 @@ import { envSchema } from 'env-schema'
 import { EnvSchema, type Env } from '../schemas/config.js'
 import { ConfigError } from './errors.js'
 import { resolveModels } from './models.js'
+import { checkRedisSettings } from './stores/redis-url.js'
 
 export { ConfigError }
 
@@ -71,8 +72,10 @@ export function resolveConfig (env: Env, vars: Record<string, string | undefined
   if (env.LLM_BASE_URL !== undefined && !URL.canParse(env.LLM_BASE_URL)) {
     throw new ConfigError(`Invalid configuration: LLM_BASE_URL must be a URL (got ${JSON.stringify(env.LLM_BASE_URL)})`)
   }
-  if (env.REDIS_URL !== '' && !/^rediss?:\/\//.test(env.REDIS_URL)) {
-    throw new ConfigError('Invalid configuration: REDIS_URL must start with redis:// or rediss://')
+  try {
+    checkRedisSettings(env.REDIS_URL, env.REDIS_CLUSTER, env.REDIS_PREFIX)
+  } catch (error) {
+    throw new ConfigError(`Invalid configuration: ${(error as Error).message}`)
   }
   const corsOrigins = splitList(env.CORS_ORIGINS)
   // Client-visible names (`provider:` prefixes dropped), the default first; one route per name (DECISIONS 14).

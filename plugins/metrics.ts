@@ -57,7 +57,9 @@ export function createMetrics (options: CreateMetricsOptions = {}) {
   })
   const activeSessions = new Gauge({
     name: 'agent_active_sessions',
-    help: 'Live conversation sessions',
+    // Shared, not per process: with Redis every replica reports the same store-wide count (README: max(), not sum()).
+    help: 'Live conversation sessions in the session store. With REDIS_URL it is the shared count across all replicas, ' +
+      'the same on every replica: aggregate with max(), not sum(). Without Redis, this process\'s own sessions: sum() over replicas',
     registers,
     async collect () {
       if (activeSessionsSource === undefined) return
@@ -114,7 +116,7 @@ export function createMetrics (options: CreateMetricsOptions = {}) {
   })
   const rateLimitStoreErrors = new Counter({
     name: 'agent_rate_limit_store_errors_total',
-    help: 'Rate-limit store failures; each such request was let through (fail open)',
+    help: 'Rate-limit store failures (Redis unreachable), per process; such requests are counted in this process\'s own window instead',
     registers,
   })
 

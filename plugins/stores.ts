@@ -1,8 +1,10 @@
-// Stores plugin: sessions, rate-limit windows and the conversation log, in process or in Redis (REDIS_URL).
+// Stores plugin: sessions, rate-limit windows and the conversation log, in process or in Redis (REDIS_URL, REDIS_CLUSTER).
 import fp from 'fastify-plugin'
+import type { Redis } from 'ioredis'
 import { createMemoryConversationLog, createMemoryRateLimitStore, createMemorySessionStore } from '../lib/stores/memory.js'
 import {
-  closeRedisClient, createRedisClient, createRedisConversationLog, createRedisRateLimitStore, createRedisSessionStore, waitForRedis,
+  closeRedisClient, createRedisClient, createRedisClusterClient, createRedisConversationLog, createRedisRateLimitStore,
+  createRedisSessionStore, waitForRedis, withConversationLogOutages, withRateLimitFallback, withSessionOutageLog,
 } from '../lib/stores/redis.js'
 import type { ConversationLog, RateLimitStore, SessionStore } from '../lib/stores/types.js'
 import type { StreamLog } from '../lib/stores/stream-log.js'
@@ -15,7 +17,7 @@ export interface Stores {
   conversations: ConversationLog
   /** Events of resumable streams (DECISIONS 13). */
   streamLog: StreamLog
-  /** `redis` when REDIS_URL is set, else `memory`. */
+  /** `redis` when REDIS_URL is set (one Redis or a Redis Cluster), else `memory`. */
   kind: 'memory' | 'redis'
 }
 
@@ -35,23 +37,48 @@ export default fp(async (app) => {
       streamLog: createMemoryStreamLog({ ttlSeconds: config.STREAM_RESUME_TTL_SECONDS }),
     }
   } else {
-    const redis = createRedisClient(config.REDIS_URL, { logger: app.log, connectionName: 'agent-chat-api' })
+    const clientOptions = { logger: app.log, connectionName: 'agent-chat-api' }
+    const redis = config.REDIS_CLUSTER
+      ? createRedisClusterClient(config.REDIS_URL, clientOptions)
+      : createRedisClient(config.REDIS_URL, clientOptions)
     const prefix = config.REDIS_PREFIX
     stores = {
       kind: 'redis',
-      sessions: createRedisSessionStore(redis, { prefix, ttlSeconds: config.SESSION_TTL_SECONDS }),
-      rateLimit: createRedisRateLimitStore(redis, { prefix }),
-      conversations: createRedisConversationLog(redis, { prefix, maxLen: config.CONVERSATION_LOG_MAX }),
-      streamLog: createRedisStreamLog(redis, {
+      sessions: withSessionOutageLog(createRedisSessionStore(redis, {
         prefix,
-        ttlSeconds: config.STREAM_RESUME_TTL_SECONDS,
+        ttlSeconds: config.SESSION_TTL_SECONDS,
+        // A cluster failover (a replica taking over) costs retries, not a 503; a single Redis fails fast.
+        ...(config.REDIS_CLUSTER ? { retry: { attempts: 8, delayMs: 250 } } : {}),
+      }), app.log),
+      // While Redis is down the limits hold per process (DECISIONS 7), never off.
+      rateLimit: withRateLimitFallback(createRedisRateLimitStore(redis, { prefix }), createMemoryRateLimitStore(), {
         logger: app.log,
-        // Blocking reads wait up to 5 s: their connections get a longer command timeout than the shared one.
-        connect: (purpose) => createRedisClient(config.REDIS_URL, { connectionName: `agent-chat-api:${purpose}`, commandTimeoutMs: 8000 }),
+        onFallback: () => { app.metrics.rateLimitStoreErrors.inc() },
       }),
+      conversations: withConversationLogOutages(createRedisConversationLog(redis, {
+        prefix, maxLen: config.CONVERSATION_LOG_MAX, ttlSeconds: config.SESSION_TTL_SECONDS,
+      }), app.log),
+      // Blocking XREADs multiplexed on one connection need one node: on a Redis Cluster the stream log stays
+      // in process for now (a stream resumes on the replica that runs it).
+      streamLog: config.REDIS_CLUSTER
+        ? createMemoryStreamLog({ ttlSeconds: config.STREAM_RESUME_TTL_SECONDS })
+        : createRedisStreamLog(redis as Redis, {
+          prefix,
+          ttlSeconds: config.STREAM_RESUME_TTL_SECONDS,
+          logger: app.log,
+          // Blocking reads wait up to 5 s: their connections get a longer command timeout than the shared one.
+          connect: (purpose) => createRedisClient(config.REDIS_URL, { connectionName: `agent-chat-api:${purpose}`, commandTimeoutMs: 8000 }),
+        }),
     }
-    app.lifecycle.addCheck('redis', async () => { await redis.ping() })
-    // Start serving even when Redis is down: limits fail open and session routes answer 503 until it returns.
+    // /ready names the check only: the driver's error text may hold an address (DECISIONS 10).
+    app.lifecycle.addCheck('redis', async () => {
+      try {
+        await redis.ping()
+      } catch {
+        throw new Error('unreachable')
+      }
+    })
+    // Start serving even when Redis is down: limits hold per process and session routes answer 503 until it returns.
     await waitForRedis(redis, 2000).catch((error: unknown) => {
       app.log.error({ err: error }, 'Redis not reachable at startup; continuing, it will reconnect')
     })

@@ -1,8 +1,12 @@
-// The shared ioredis connection: fails fast while Redis is down, reconnects forever, never crashes.
+// The shared ioredis connection (one Redis or a Cluster): fails fast while Redis is down, reconnects forever, never crashes.
 import { createHash, randomBytes } from 'node:crypto'
-import { Redis } from 'ioredis'
+import { Cluster, Redis } from 'ioredis'
+import { parseClusterUrls } from './redis-url.js'
 
-export type { Redis } from 'ioredis'
+export type { Cluster, Redis } from 'ioredis'
+
+/** What every Redis store takes: a single-instance client or a Redis Cluster client (same command API). */
+export type RedisConnection = Redis | Cluster
 
 /** The subset of a pino / Fastify logger the client uses. */
 export interface RedisLogger {
@@ -54,6 +58,59 @@ export function createRedisClient (url: string, options: RedisClientOptions = {}
     ...(options.connectionName === undefined ? {} : { connectionName: options.connectionName }),
   })
 
+  logOutages(redis, logger)
+  return redis
+}
+
+/**
+ * Creates a Redis Cluster client (REDIS_CLUSTER=true) from a comma list of seed node URLs, with the
+ * same fail-fast behaviour as createRedisClient: commands reject at once while the cluster is not
+ * ready, are never resent after a dropped connection, and reject after `commandTimeoutMs` when a node
+ * hangs. Redirections and failovers cost a retry, not an error: MOVED and ASK are followed (up to 16
+ * hops), TRYAGAIN (a slot in migration), CLUSTERDOWN (no master for a slot yet) and a closed node
+ * connection are retried after a short delay with a refresh of the slot map, up to 16 times (about
+ * 3 s), which covers a replica taking over. Seeds, credentials and TLS come from `urls` (parseClusterUrls);
+ * the cluster's node addresses are used as announced. Errors are logged once per outage, node
+ * failures once per node, never with an address or password.
+ */
+export function createRedisClusterClient (urls: string, options: RedisClientOptions = {}): Cluster {
+  const { logger } = options
+  const maxBackoffMs = options.maxBackoffMs ?? 2000
+  const connectTimeout = options.connectTimeoutMs ?? 2000
+  const settings = parseClusterUrls(urls)
+  const cluster = new Cluster(settings.seeds, {
+    enableOfflineQueue: false,
+    clusterRetryStrategy: (times) => reconnectDelay(times, maxBackoffMs),
+    maxRedirections: 16,
+    retryDelayOnFailover: 200,
+    retryDelayOnClusterDown: 200,
+    retryDelayOnTryAgain: 100,
+    slotsRefreshTimeout: connectTimeout,
+    redisOptions: {
+      maxRetriesPerRequest: 0,
+      autoResendUnfulfilledCommands: false,
+      commandTimeout: options.commandTimeoutMs ?? 1000,
+      connectTimeout,
+      ...(settings.username === undefined ? {} : { username: settings.username }),
+      ...(settings.password === undefined ? {} : { password: settings.password }),
+      ...(settings.tls ? { tls: {} } : {}),
+      ...(options.connectionName === undefined ? {} : { connectionName: options.connectionName }),
+    },
+  })
+  logOutages(cluster, logger)
+  // A failing node (killed master, network split) is logged once until it leaves the slot map.
+  const failingNodes = new Set<string>()
+  cluster.on('node error', (err: Error & { code?: string }, node: string) => {
+    if (failingNodes.has(node)) return
+    failingNodes.add(node)
+    logger?.warn({ err: { name: err.name, code: err.code } }, 'Redis Cluster node error; its slots are retried until a replica takes over')
+  })
+  cluster.on('-node', (_redis: unknown, node: string) => { failingNodes.delete(node) })
+  return cluster
+}
+
+/** Logs errors once per outage (then again after recovery), never via an unhandled 'error' event. */
+function logOutages (redis: RedisConnection, logger: RedisLogger | undefined): void {
   // 'up' until the first failure; errors are logged once per outage, then again after recovery.
   let state: 'starting' | 'up' | 'down' = 'starting'
   redis.on('error', (err: Error & { code?: string }) => {
@@ -70,11 +127,10 @@ export function createRedisClient (url: string, options: RedisClientOptions = {}
     state = 'down'
     logger?.warn({}, 'Redis connection lost; reconnecting')
   })
-  return redis
 }
 
 /** Resolves once the client is ready; rejects after `timeoutMs` (the client keeps reconnecting). */
-export async function waitForRedis (redis: Redis, timeoutMs: number): Promise<void> {
+export async function waitForRedis (redis: RedisConnection, timeoutMs: number): Promise<void> {
   if (redis.status === 'ready') return
   await new Promise<void>((resolve, reject) => {
     const onReady = (): void => {
@@ -90,7 +146,7 @@ export async function waitForRedis (redis: Redis, timeoutMs: number): Promise<vo
 }
 
 /** Closes the client: QUIT when connected (bounded by `timeoutMs`), else drops the socket at once. */
-export async function closeRedisClient (redis: Redis, timeoutMs = 1000): Promise<void> {
+export async function closeRedisClient (redis: RedisConnection, timeoutMs = 1000): Promise<void> {
   if (redis.status === 'end') return
   if (redis.status !== 'ready') {
     redis.disconnect()
@@ -122,7 +178,7 @@ export function uniqueNonce (): string {
 
 /** A Lua script run with EVALSHA, falling back to EVAL (which caches it) when the server lacks it. */
 export interface LuaScript {
-  run (redis: Redis, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown>
+  run (redis: RedisConnection, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown>
 }
 
 /** Defines a Lua script once; `run` sends EVALSHA and retries with EVAL on NOSCRIPT. */
@@ -137,5 +193,37 @@ export function defineScript (lua: string): LuaScript {
         return await redis.eval(lua, keys.length, ...keys, ...args)
       }
     },
+  }
+}
+
+/** Options of retryTransient. */
+export interface TransientRetryOptions {
+  /** Tries in all (the first included). */
+  attempts: number
+  /** Wait between tries. */
+  delayMs: number
+}
+
+const TRANSIENT = /^(Command timed out|Connection is closed|CLUSTERDOWN|TRYAGAIN|Too many Cluster redirections|Reached the max retries per request)/
+
+/**
+ * True for the errors a Redis Cluster failover produces while a replica takes over (a dropped or
+ * hung node connection, CLUSTERDOWN, redirections exhausted), which a later try may not meet. Not
+ * for "Cluster isn't ready" (the whole cluster is unreachable: fail fast) nor for script or data errors.
+ */
+export function isTransientRedisError (error: unknown): boolean {
+  if (!(error instanceof Error)) return false
+  return TRANSIENT.test(error.message) || TRANSIENT.test(error.message.replace(/^.*Last error: (Reply)?Error: /, ''))
+}
+
+/** Runs `call`, trying again after `delayMs` on a transient error (isTransientRedisError), `attempts` times at most. Only for idempotent calls. */
+export async function retryTransient<T> (call: () => Promise<T>, options: TransientRetryOptions): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await call()
+    } catch (error) {
+      if (attempt >= options.attempts || !isTransientRedisError(error)) throw error
+      await new Promise((resolve) => setTimeout(resolve, options.delayMs))
+    }
   }
 }

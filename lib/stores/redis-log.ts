@@ -1,5 +1,5 @@
-// Redis conversation log: a stream of JSON records, trimmed with MAXLEN on every write.
-import type { Redis } from './redis-client.js'
+// Redis conversation log: a capped stream of JSON records (MAXLEN on every write) that expires when idle.
+import { defineScript, type RedisConnection } from './redis-client.js'
 import type { ConversationLog, ConversationRecord } from './types.js'
 
 /** Options of createRedisConversationLog. */
@@ -13,7 +13,14 @@ export interface RedisConversationLogOptions {
    * more than `maxLen` (up to a node, 100 entries by default). `false`: exact `MAXLEN =`.
    */
   approximate?: boolean
+  /** The stream expires this long after its last write (SESSION_TTL_SECONDS). Fractions allowed. */
+  ttlSeconds: number
 }
+
+// KEYS: the stream. ARGV: '~' or '=', maxLen, ttlMs, record JSON. One key: atomic in a cluster too.
+const WRITE = defineScript(`redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[1], ARGV[2], '*', 'data', ARGV[4])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1`)
 
 function isConversationRecord (value: unknown): value is ConversationRecord {
   if (typeof value !== 'object' || value === null) return false
@@ -36,21 +43,26 @@ function parseEntry (entry: unknown): ConversationRecord {
 
 /**
  * Redis conversation log: the stream `${prefix}conversations`, one entry per record with the JSON in
- * field `data`, written with XADD MAXLEN (approximate by default) so it stays bounded; `recent()`
+ * field `data`, written with XADD MAXLEN (approximate by default) so it stays bounded, and expiring
+ * `ttlSeconds` after the last write (both in one script); `recent()`
  * reads with XREVRANGE and returns newest last. Rejects promptly when Redis is unreachable.
  * `close()` leaves the shared client to its owner.
  */
-export function createRedisConversationLog (redis: Redis, options: RedisConversationLogOptions): ConversationLog {
+export function createRedisConversationLog (redis: RedisConnection, options: RedisConversationLogOptions): ConversationLog {
   if (!Number.isSafeInteger(options.maxLen) || options.maxLen <= 0) {
     throw new RangeError(`maxLen must be a positive integer, got ${options.maxLen}`)
   }
+  if (!Number.isFinite(options.ttlSeconds) || options.ttlSeconds <= 0) {
+    throw new RangeError(`ttlSeconds must be a positive number, got ${options.ttlSeconds}`)
+  }
+  const ttlMs = Math.max(1, Math.round(options.ttlSeconds * 1000))
   const key = `${options.prefix}conversations`
   const trim = options.approximate === false ? '=' : '~'
   const { maxLen } = options
 
   return {
     async write (record) {
-      await redis.xadd(key, 'MAXLEN', trim, maxLen, '*', 'data', JSON.stringify(record))
+      await WRITE.run(redis, [key], [trim, maxLen, ttlMs, JSON.stringify(record)])
     },
 
     async recent (limit) {

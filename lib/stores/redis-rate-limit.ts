@@ -1,5 +1,5 @@
 // Redis rate-limit store: a sliding-window log in a sorted set, one atomic Lua script per hit.
-import { defineScript, hashKey, uniqueNonce, type Redis } from './redis-client.js'
+import { defineScript, hashKey, uniqueNonce, type RedisConnection } from './redis-client.js'
 import type { RateLimitHit, RateLimitStore } from './types.js'
 
 /** Options of createRedisRateLimitStore. */
@@ -46,11 +46,12 @@ function parseHit (reply: unknown): RateLimitHit {
  * least `windowMs` old, refuses without recording when `max` remain (`current` = max + 1), else adds
  * a unique member (the hit's `token`) and sets the key to expire with the window. `resetMs` is the time
  * until the oldest entry leaves the window. `undo` removes that one member (ZREM). Keys are
- * `${prefix}ratelimit:${sha256(key)}`, so API keys never appear.
+ * `${prefix}ratelimit:${sha256(key)}`, so API keys never appear; one key per script, so it works in a
+ * Redis Cluster as is.
  * Rejects promptly when Redis is unreachable; the caller decides to fail open.
  * `close()` leaves the shared client to its owner.
  */
-export function createRedisRateLimitStore (redis: Redis, options: RedisRateLimitStoreOptions): RateLimitStore {
+export function createRedisRateLimitStore (redis: RedisConnection, options: RedisRateLimitStoreOptions): RateLimitStore {
   const { prefix } = options
   const redisKey = (key: string): string => `${prefix}ratelimit:${hashKey(key)}`
   return {

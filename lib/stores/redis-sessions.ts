@@ -1,7 +1,7 @@
-// Redis session store: one list of JSON turns per session, idle expiry, a sorted-set index for count().
+// Redis session store: one list of JSON turns per session, idle expiry, a sorted-set index for count(); cluster-safe keys.
 import type { ChatTurn } from '../llm/types.js'
 import { trimTurns } from './memory-trim.js'
-import { defineScript, hashKey, type Redis } from './redis-client.js'
+import { defineScript, hashKey, retryTransient, uniqueNonce, type RedisConnection, type TransientRetryOptions } from './redis-client.js'
 import type { SessionRecord, SessionStore } from './types.js'
 
 /** Options of createRedisSessionStore. */
@@ -10,25 +10,32 @@ export interface RedisSessionStoreOptions {
   prefix: string
   /** Idle expiry: a session unused (no get, append or trim) this long is gone. Fractions allowed. */
   ttlSeconds: number
+  /**
+   * Try each operation again on a transient error (a cluster failover: dropped node connection,
+   * CLUSTERDOWN); default none (fail fast). Safe: append carries a nonce, so a retried append whose
+   * first try did land is not applied twice.
+   */
+  retry?: TransientRetryOptions
 }
 
 // Every script reads the server clock, so replicas with skewed clocks agree.
 const NOW = `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 `
-// Marks the session used: refreshes both keys' expiry and its index entry (and the index's own expiry).
+// Marks the session used: refreshes both keys' expiry. The index (another slot in a cluster) is touched apart.
 const TOUCH = `redis.call('PEXPIRE', KEYS[1], ttl)
 redis.call('PEXPIRE', KEYS[2], ttl)
-redis.call('ZADD', KEYS[3], now, ARGV[2])
-redis.call('PEXPIRE', KEYS[3], ttl)
 `
 
-// KEYS: turns list, meta hash, index zset. ARGV: ttlMs, index member, turn JSON...
+// KEYS: turns list, meta hash. ARGV: ttlMs, append nonce, turn JSON... Returns 0 when this nonce was already applied.
 const APPEND = defineScript(`${NOW}local ttl = tonumber(ARGV[1])
 if redis.call('EXISTS', KEYS[2]) == 0 then
   redis.call('DEL', KEYS[1])
   redis.call('HSET', KEYS[2], 'createdAt', now)
+elseif redis.call('HGET', KEYS[2], 'lastAppend') == ARGV[2] then
+  return 0
 end
+redis.call('HSET', KEYS[2], 'lastAppend', ARGV[2])
 local n = #ARGV
 local i = 3
 while i <= n do
@@ -37,31 +44,32 @@ while i <= n do
   i = j + 1
 end
 redis.call('HSET', KEYS[2], 'updatedAt', now)
-${TOUCH}redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - ttl)
-return 1`)
+${TOUCH}return 1`)
 
-// KEYS: turns list, meta hash, index zset. ARGV: ttlMs, index member. Returns nil or {createdAt, updatedAt, {turn...}}.
-const GET = defineScript(`${NOW}local ttl = tonumber(ARGV[1])
+// KEYS: turns list, meta hash. ARGV: ttlMs. Returns nil or {createdAt, updatedAt, {turn...}}.
+const GET = defineScript(`local ttl = tonumber(ARGV[1])
 local meta = redis.call('HMGET', KEYS[2], 'createdAt', 'updatedAt')
 if not meta[1] then return nil end
 ${TOUCH}return {meta[1], meta[2], redis.call('LRANGE', KEYS[1], 0, -1)}`)
 
-// KEYS: turns list, meta hash, index zset. ARGV: ttlMs, index member, expected length, turns to drop.
+// KEYS: turns list, meta hash. ARGV: ttlMs, expected length, turns to drop.
 // Returns 0 when the session is gone, -1 when its length changed since it was read, else 1.
 const TRIM = defineScript(`${NOW}local ttl = tonumber(ARGV[1])
 if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
-if redis.call('LLEN', KEYS[1]) ~= tonumber(ARGV[3]) then return -1 end
-local drop = tonumber(ARGV[4])
+if redis.call('LLEN', KEYS[1]) ~= tonumber(ARGV[2]) then return -1 end
+local drop = tonumber(ARGV[3])
 if drop > 0 then
   redis.call('LTRIM', KEYS[1], drop, -1)
   redis.call('HSET', KEYS[2], 'updatedAt', now)
 end
 ${TOUCH}return 1`)
 
-// KEYS: turns list, meta hash, index zset. ARGV: index member. Returns the number of keys deleted.
-const DELETE = defineScript(`local n = redis.call('DEL', KEYS[1], KEYS[2])
-redis.call('ZREM', KEYS[3], ARGV[1])
-return n`)
+// KEYS: index zset. ARGV: ttlMs, index member. Records a use, prunes entries of expired sessions.
+const INDEX_TOUCH = defineScript(`${NOW}local ttl = tonumber(ARGV[1])
+redis.call('ZADD', KEYS[1], now, ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - ttl)
+redis.call('PEXPIRE', KEYS[1], ttl)
+return 1`)
 
 // KEYS: index zset. ARGV: ttlMs. Prunes index entries of expired sessions and counts the rest.
 const COUNT = defineScript(`${NOW}redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[1]))
@@ -94,15 +102,19 @@ function parseRecord (reply: unknown): SessionRecord | null {
 }
 
 /**
- * Redis session store. Per session: a list of JSON turns at `${prefix}session:${sha256(owner)}:${id}`
- * and a hash with createdAt / updatedAt at `${prefix}session-meta:${sha256(owner)}:${id}`, both expiring
- * `ttlSeconds` after the last get, append or trim (the owner, often an API key, appears only hashed).
- * `count()` reads the sorted set `${prefix}sessions` of last-use times, pruned by TTL: O(log n) per
- * operation, no KEYS or SCAN. Each operation is one atomic Lua script on the server clock; trim reads,
- * trims in JS with `trimTurns` and drops the head with a compare-and-LTRIM, retried on concurrent change.
+ * Redis session store, for one Redis or a Redis Cluster. Per session: a list of JSON turns at
+ * `${prefix}session:{${sha256(owner)}:${id}}` and a hash with createdAt / updatedAt at
+ * `${prefix}session-meta:{${sha256(owner)}:${id}}`, both expiring `ttlSeconds` after the last get,
+ * append or trim (the owner, often an API key, appears only hashed). The braces are a hash tag: both
+ * keys of a session live in one cluster slot, so each operation on them is ONE atomic Lua script on
+ * the server clock, and sessions spread over the cluster. `count()` reads the sorted set
+ * `${prefix}sessions` of last-use times, pruned by TTL (O(log n), no KEYS or SCAN); it sits in its own
+ * slot, so it is updated by a second small script after each use (a count, not a transaction: a
+ * crash between the two leaves an index entry that expires with the TTL). trim reads, trims in JS with
+ * `trimTurns` and drops the head with a compare-and-LTRIM, retried on concurrent change.
  * Fails fast (rejects) when Redis is unreachable. `close()` leaves the shared client to its owner.
  */
-export function createRedisSessionStore (redis: Redis, options: RedisSessionStoreOptions): SessionStore {
+export function createRedisSessionStore (redis: RedisConnection, options: RedisSessionStoreOptions): SessionStore {
   const { prefix } = options
   if (!Number.isFinite(options.ttlSeconds) || options.ttlSeconds <= 0) {
     throw new RangeError(`ttlSeconds must be a positive number, got ${options.ttlSeconds}`)
@@ -110,28 +122,36 @@ export function createRedisSessionStore (redis: Redis, options: RedisSessionStor
   const ttlMs = Math.max(1, Math.round(options.ttlSeconds * 1000))
   const indexKey = `${prefix}sessions`
 
-  function keysOf (owner: string, id: string): { keys: [string, string, string], member: string } {
+  function keysOf (owner: string, id: string): { keys: [string, string], member: string } {
     const member = `${hashKey(owner)}:${id}`
-    return { keys: [`${prefix}session:${member}`, `${prefix}session-meta:${member}`, indexKey], member }
+    return { keys: [`${prefix}session:{${member}}`, `${prefix}session-meta:{${member}}`], member }
   }
+  const { retry } = options
+  const run = retry === undefined ? async <T>(call: () => Promise<T>) => await call() : async <T>(call: () => Promise<T>) => await retryTransient(call, retry)
+  const touchIndex = async (member: string): Promise<void> => { await run(async () => await INDEX_TOUCH.run(redis, [indexKey], [ttlMs, member])) }
 
   return {
     async get (owner, id) {
       const { keys, member } = keysOf(owner, id)
-      return parseRecord(await GET.run(redis, keys, [ttlMs, member]))
+      const record = parseRecord(await run(async () => await GET.run(redis, keys, [ttlMs])))
+      if (record !== null) await touchIndex(member)
+      return record
     },
 
     async append (owner, id, turns) {
       const { keys, member } = keysOf(owner, id)
-      await APPEND.run(redis, keys, [ttlMs, member, ...turns.map((turn) => JSON.stringify(turn))])
+      const nonce = uniqueNonce()
+      const args = [ttlMs, nonce, ...turns.map((turn) => JSON.stringify(turn))]
+      await Promise.all([run(async () => await APPEND.run(redis, keys, args)), touchIndex(member)])
     },
 
     async trim (owner, id, maxTokens) {
       const { keys, member } = keysOf(owner, id)
       for (let attempt = 0; attempt < TRIM_ATTEMPTS; attempt++) {
-        const turns = parseTurns(await redis.lrange(keys[0], 0, -1))
+        const turns = parseTurns(await run(async () => await redis.lrange(keys[0], 0, -1)))
         const drop = turns.length - trimTurns(turns, maxTokens).length
-        const result = await TRIM.run(redis, keys, [ttlMs, member, turns.length, drop])
+        const result = await run(async () => await TRIM.run(redis, keys, [ttlMs, turns.length, drop]))
+        if (result === 1) await touchIndex(member)
         if (result !== -1) return
       }
       throw new Error('Session trim kept colliding with concurrent writes')
@@ -139,11 +159,12 @@ export function createRedisSessionStore (redis: Redis, options: RedisSessionStor
 
     async delete (owner, id) {
       const { keys, member } = keysOf(owner, id)
-      return Number(await DELETE.run(redis, keys, [member])) > 0
+      const [deleted] = await Promise.all([run(async () => await redis.del(...keys)), run(async () => await redis.zrem(indexKey, member))])
+      return deleted > 0
     },
 
     async count () {
-      return Number(await COUNT.run(redis, [indexKey], [ttlMs]))
+      return Number(await run(async () => await COUNT.run(redis, [indexKey], [ttlMs])))
     },
 
     async close () {

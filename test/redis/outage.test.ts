@@ -1,6 +1,7 @@
 // Redis outages through the real app, on a private redis-server the tests kill, freeze and restart:
-// limits fail open, session routes answer 503 {detail}, /ready names redis, /health stays up, nothing
-// crashes, and service comes back by itself on the same app when Redis returns.
+// limits fall back to per-process windows with true headers, session routes answer 503 {detail}, /ready
+// names redis, /health stays up, each part logs the outage once, nothing crashes, and service comes
+// back by itself on the same app when Redis returns.
 import type { LightMyRequestResponse } from 'fastify'
 import { test, type Test } from 'tap'
 import type { App } from '../../app.js'
@@ -49,12 +50,39 @@ const isReady = async (app: App) => (await app.inject('/ready')).statusCode === 
 
 const errorLines = (logs: CapturedLogs, msg: string) => logs.lines.filter((line) => line['level'] === 'error' && line['msg'] === msg)
 
-test('Redis killed while serving: limits fail open, sessions 503, /ready 503; all recovers when it restarts', async (t) => {
+/** Log lines of any level with this message. */
+const linesWith = (logs: CapturedLogs, msg: string) => logs.lines.filter((line) => line['msg'] === msg)
+
+/** The X-RateLimit-* headers as numbers. */
+function limitHeaders (res: LightMyRequestResponse): { limit: number, remaining: number, reset: number } {
+  return {
+    limit: Number(res.headers['x-ratelimit-limit']),
+    remaining: Number(res.headers['x-ratelimit-remaining']),
+    reset: Number(res.headers['x-ratelimit-reset']),
+  }
+}
+
+/** Sends chatV1 until one is refused; returns how many passed (at most `max`). */
+async function passedUntilRefused (t: Test, app: App, max: number): Promise<number> {
+  for (let i = 0; i < max; i++) {
+    const res = await chatV1(app)
+    if (res.statusCode === 429) {
+      t.same(res.json(), { detail: 'Too many requests, please try again later' })
+      t.ok(Number(res.headers['retry-after']) >= 1, 'Retry-After')
+      t.equal(limitHeaders(res).remaining, 0, 'X-RateLimit-Remaining 0 on the refusal')
+      return i
+    }
+    t.equal(res.statusCode, 200)
+  }
+  return max
+}
+
+test('Redis killed while serving: limits per process, sessions 503, /ready 503, one log line per part; all recovers', async (t) => {
   failOnUnhandledRejection(t)
   const server = await privateRedisServer(t)
   if (server === null) return
   await server.start()
-  const limit = 4
+  const limit = 20
   const { app, logs } = await buildTestApp(t, {
     REDIS_URL: server.url, RATE_LIMIT_PER_MINUTE: String(limit), CHAT_RATE_LIMIT_PER_MINUTE: '1000',
   })
@@ -68,14 +96,18 @@ test('Redis killed while serving: limits fail open, sessions 503, /ready 503; al
   const ready = await app.inject('/ready')
   t.equal(ready.statusCode, 200)
   t.same(ready.json().checks, { redis: 'ok' })
+  t.equal(limitHeaders(await chatV1(app)).remaining, limit - 3, 'three hits in the shared window')
 
   await server.kill()
 
-  // Rate limits fail open: more requests than the limit pass, each one counted and logged.
+  // Limits hold per process: a fresh local window, with headers that say so.
   const errorsBefore = await storeErrors(app)
-  for (let i = 0; i < limit + 2; i++) t.equal((await chatV1(app)).statusCode, 200, `request ${i + 1} passes without the store`)
-  t.ok(await storeErrors(app) >= errorsBefore + limit + 2, 'agent_rate_limit_store_errors_total grew with each request')
-  t.ok(errorLines(logs, 'rate-limit store failed; request let through').length >= limit + 2, 'each store failure is logged as an error')
+  const first = await chatV1(app)
+  t.equal(first.statusCode, 200, 'served while Redis is down')
+  t.same(limitHeaders(first).limit, limit)
+  t.equal(limitHeaders(first).remaining, limit - 1, 'counted in the per-process window')
+  t.ok(limitHeaders(first).reset >= 0 && limitHeaders(first).reset <= 60, 'X-RateLimit-Reset in seconds')
+  t.ok(await storeErrors(app) > errorsBefore, 'agent_rate_limit_store_errors_total counts the store failure')
 
   // Session routes: 503 {detail}, the stream ones before any stream opens.
   assertSessionStoreDown(t, await app.inject({ method: 'POST', url: '/chat', payload: { message: 'new session' } }), 'POST /chat')
@@ -89,13 +121,27 @@ test('Redis killed while serving: limits fail open, sessions 503, /ready 503; al
   t.match(stream.headers.get('content-type'), /^application\/json/)
   t.match(await stream.json(), { detail: /^Session store unavailable/ })
 
+  // 1 + 6 requests above used the local window; the rest of it passes, then 429.
+  t.equal(await passedUntilRefused(t, app, limit + 5), limit - 7, 'the per-process window refuses beyond the limit')
+
   await assertNotReady(t, app)
   t.equal((await app.inject('/metrics')).statusCode, 200, '/metrics still answers')
+  t.equal(linesWith(logs, 'Redis unavailable for rate limits; limits use per-process windows until it is back').length, 1,
+    'the limits log the outage once')
+  t.equal(linesWith(logs, 'Redis unavailable for sessions; session routes answer 503 until it is back').length, 1,
+    'the sessions log the outage once')
+  t.equal(errorLines(logs, 'rate-limit store failed; request let through').length, 0, 'no request was let through unlimited')
+  t.notOk(JSON.stringify((await app.inject('/ready')).json()).includes(String(server.port)), '/ready shows no address')
+  t.same((await app.inject('/ready')).json().checks, { redis: 'failed: unreachable' }, '/ready names redis, not the driver error')
 
   // The same app, not rebuilt, recovers once redis-server is back on the same port (empty: no persistence).
   await server.start()
   t.ok(await eventually(async () => await isReady(app), 6000), '/ready is 200 again by itself')
   t.same((await app.inject('/ready')).json().checks, { redis: 'ok' })
+  // The limits go back to the shared window by themselves (within about a second): the local window is
+  // full, so the first request that passes is the one counted in Redis again.
+  t.ok(await eventually(async () => (await chatV1(app)).statusCode === 200, 5000), 'the shared window serves again')
+  t.equal(linesWith(logs, 'Redis available again for rate limits').length, 1, 'the limits log the end of the outage')
   const after = await app.inject({ method: 'POST', url: '/chat', payload: { message: 'after the outage' } })
   t.equal(after.statusCode, 200, 'sessions work again')
   const newId = after.json().session_id as string
@@ -104,13 +150,13 @@ test('Redis killed while serving: limits fail open, sessions 503, /ready 503; al
   const history = await app.inject(`/sessions/${newId}`)
   t.equal(history.statusCode, 200)
   t.equal(history.json().messages.length, 4)
+  t.equal(linesWith(logs, 'Redis available again for sessions').length, 1, 'the sessions log the end of the outage')
 
-  // Limits are enforced again: three requests above used three of the four; the fifth is refused.
   const errorsAtRecovery = await storeErrors(app)
-  t.equal((await chatV1(app)).statusCode, 200, 'the last one in the window')
-  const refused = await chatV1(app)
-  t.equal(refused.statusCode, 429, 'the limit is enforced again')
-  t.same(refused.json(), { detail: 'Too many requests, please try again later' })
+  const shared = await chatV1(app)
+  t.equal(shared.statusCode, 200)
+  t.equal(limitHeaders(shared).remaining, limit - 5, 'counted in the shared window (empty after the restart) with the four before it')
+  t.equal(await passedUntilRefused(t, app, limit + 5), limit - 5, 'the shared limit is enforced again')
   t.equal(await storeErrors(app), errorsAtRecovery, 'no store errors once Redis is back')
   t.equal((await app.inject({ method: 'DELETE', url: `/sessions/${newId}` })).statusCode, 429, 'on session routes too')
 })
@@ -138,7 +184,9 @@ test('Redis killed during a stream: the answer completes, the lost save is logge
   // delivered, so the stream ends normally; the lost save is logged.
   t.equal(events.at(-1), '[DONE]')
   t.ok(await eventually(() => errorLines(logs, 'session save failed during stream').length === 1), 'the lost save is logged')
-  t.ok(await eventually(() => errorLines(logs, 'conversation log write failed').length === 1), 'so is the lost log record')
+  t.ok(await eventually(() => linesWith(logs, 'Redis unavailable for conversation log; records are dropped until it is back').length === 1),
+    'so is the lost log record, as the outage of the log')
+  t.equal(errorLines(logs, 'conversation log write failed').length, 0, 'no error line per lost record')
   await assertNotReady(t, app)
 
   await server.start()
@@ -161,7 +209,7 @@ test('Redis frozen (no answers on an open connection): requests fail within the 
   assertSessionStoreDown(t, await app.inject(`/sessions/${id}`), 'GET /sessions/:id while frozen')
   t.ok(Date.now() - started < 5000, `answered in ${Date.now() - started} ms, not hung`)
   started = Date.now()
-  t.equal((await chatV1(app)).statusCode, 200, 'a route without sessions still answers (limit fails open)')
+  t.equal((await chatV1(app)).statusCode, 200, 'a route without sessions still answers (per-process limit)')
   t.ok(Date.now() - started < 5000, `in ${Date.now() - started} ms`)
   await assertNotReady(t, app)
 
@@ -183,14 +231,17 @@ test('the app starts while Redis is down, serves /health, and connects by itself
 
   await assertNotReady(t, app)
   assertSessionStoreDown(t, await app.inject({ method: 'POST', url: '/chat', payload: { message: 'hi' } }), 'POST /chat')
-  for (let i = 0; i < 4; i++) t.equal((await chatV1(app)).statusCode, 200, 'limited routes fail open')
-  t.ok(await storeErrors(app) >= 4)
+  t.equal((await chatV1(app)).statusCode, 200, 'limited routes are served')
+  t.equal((await chatV1(app)).statusCode, 200)
+  t.equal((await chatV1(app)).statusCode, 429, 'the limit (3) holds per process while Redis is down, the 503 counted')
+  t.ok(await storeErrors(app) >= 1)
 
   await server.start()
   t.ok(await eventually(async () => await isReady(app), 6000), '/ready turns 200 once Redis is up')
+  t.ok(await eventually(async () => (await chatV1(app)).statusCode === 200, 5000), 'the limits go back to the shared window')
+  t.equal(linesWith(logs, 'Redis available again for rate limits').length, 1)
   const chat = await app.inject({ method: 'POST', url: '/chat', payload: { message: 'hi' } })
   t.equal(chat.statusCode, 200)
   t.equal((await app.inject(`/sessions/${chat.json().session_id as string}`)).statusCode, 200)
-  t.equal((await chatV1(app)).statusCode, 200)
-  t.equal((await chatV1(app)).statusCode, 429, 'the limit (3) is enforced once Redis is up')
+  t.equal((await chatV1(app)).statusCode, 429, 'the limit (3) is enforced on the shared window')
 })

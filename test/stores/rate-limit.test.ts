@@ -1,11 +1,11 @@
-// Rate-limit stores: the sliding-window contract against memory (injected clock) and Redis (real time), plus exactness across connections.
+// Rate-limit stores: the sliding-window contract against memory (injected clock), Redis and a Redis Cluster (real time), plus exactness across connections.
 import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { test } from 'tap'
 import { createMemoryRateLimitStore } from '../../lib/stores/memory.js'
 import { hashKey } from '../../lib/stores/redis-client.js'
 import { createRedisRateLimitStore } from '../../lib/stores/redis-rate-limit.js'
-import { listKeys, requireRedis } from '../helpers/redis.js'
+import { listKeys, requireRedis, requireRedisCluster } from '../helpers/redis.js'
 import { rateLimitStoreContract } from './rate-limit-store.contract.js'
 
 test('memory rate-limit store: contract', async (t) => {
@@ -53,6 +53,35 @@ test('redis rate-limit store: contract', async (t) => {
     windowMs: 300,
     toleranceMs: 50,
   })
+})
+
+test('redis cluster rate-limit store: contract', async (t) => {
+  const env = await requireRedisCluster(t)
+  if (env === null) return
+  const redis = await env.connect()
+  rateLimitStoreContract(t, {
+    create: async () => createRedisRateLimitStore(redis, { prefix: `${env.prefix}${randomUUID()}:` }),
+    advance: async (ms) => { await sleep(ms) },
+    now: () => Date.now(),
+    windowMs: 300,
+    toleranceMs: 50,
+  })
+})
+
+test('redis cluster rate-limit store: exact across two cluster clients, keys spread over the masters', async (t) => {
+  const env = await requireRedisCluster(t)
+  if (env === null) return
+  const [a, b] = [await env.connect(), await env.connect()]
+  const storeA = createRedisRateLimitStore(a, { prefix: env.prefix })
+  const storeB = createRedisRateLimitStore(b, { prefix: env.prefix })
+  const hits = await Promise.all(Array.from({ length: 50 }, async (_, i) =>
+    await (i % 2 === 0 ? storeA : storeB).hit('203.0.113.7', 20, 10_000)))
+  t.equal(hits.filter((h) => h.allowed).length, 20, 'exactly max allowed')
+  const clients = Array.from({ length: 12 }, (_, i) => `198.51.100.${i}`)
+  for (const client of clients) t.equal((await storeA.hit(client, 1, 10_000)).allowed, true)
+  t.equal((await storeB.hit(clients[0] ?? '', 1, 10_000)).allowed, false, 'the other client sees the same window')
+  const masters = new Set(await Promise.all(clients.map(async (c) => await env.cluster.masterOf(`${env.prefix}ratelimit:${hashKey(c)}`))))
+  t.ok(masters.size > 1, `windows spread over ${masters.size} masters`)
 })
 
 test('redis rate-limit store: one limit, exact across two connections hit concurrently', async (t) => {

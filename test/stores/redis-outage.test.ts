@@ -31,7 +31,7 @@ test('redis stores fail fast during an outage and recover without being recreate
   const prefix = 'outage:'
   const sessions = createRedisSessionStore(redis, { prefix, ttlSeconds: 60 })
   const limits = createRedisRateLimitStore(redis, { prefix })
-  const log = createRedisConversationLog(redis, { prefix, maxLen: 100 })
+  const log = createRedisConversationLog(redis, { prefix, maxLen: 100, ttlSeconds: 60 })
   const turn = { role: 'user', content: 'hello' } as const
 
   const operations: Record<string, () => Promise<unknown>> = {

@@ -1,4 +1,4 @@
-// Session stores: the shared contract against memory and Redis, plus Redis-only key, TTL and index checks.
+// Session stores: the shared contract against memory, Redis and a Redis Cluster, plus Redis-only key, TTL and index checks.
 import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { test } from 'tap'
@@ -6,7 +6,7 @@ import type { ChatTurn } from '../../lib/llm/types.js'
 import { hashKey } from '../../lib/stores/redis-client.js'
 import { createMemorySessionStore } from '../../lib/stores/memory.js'
 import { createRedisSessionStore } from '../../lib/stores/redis-sessions.js'
-import { listKeys, requireRedis } from '../helpers/redis.js'
+import { listKeys, requireRedis, requireRedisCluster } from '../helpers/redis.js'
 import { sessionStoreContract } from './session-store.contract.js'
 
 test('memory session store: contract', async (t) => {
@@ -20,6 +20,39 @@ test('redis session store: contract', async (t) => {
   sessionStoreContract(t, async () => createRedisSessionStore(redis, { prefix: `${env.prefix}${randomUUID()}:`, ttlSeconds: 3600 }))
 })
 
+test('redis cluster session store: contract', async (t) => {
+  const env = await requireRedisCluster(t)
+  if (env === null) return
+  const redis = await env.connect()
+  sessionStoreContract(t, async () => createRedisSessionStore(redis, { prefix: `${env.prefix}${randomUUID()}:`, ttlSeconds: 3600 }))
+})
+
+test('redis cluster session store: the keys of a session share one slot, sessions spread over the masters', async (t) => {
+  const env = await requireRedisCluster(t)
+  if (env === null) return
+  const redis = await env.connect()
+  const store = createRedisSessionStore(redis, { prefix: env.prefix, ttlSeconds: 60 })
+  const owner = 'sk-live-SECRET-api-key-123'
+  const ids = Array.from({ length: 12 }, (_, i) => `s${i}`)
+  for (const id of ids) await store.append(owner, id, [{ role: 'user', content: id }])
+  const keys = await env.listKeys()
+  t.equal(keys.length, ids.length * 2 + 1, 'two keys per session plus the index')
+  t.ok(keys.every((key) => key.startsWith(env.prefix)), 'every key starts with the prefix')
+  t.notOk(keys.some((key) => key.includes('SECRET')), 'the API key never appears in key names')
+  const masters = new Set<number>()
+  for (const id of ids) {
+    const turnsKey = `${env.prefix}session:{${hashKey(owner)}:${id}}`
+    const metaKey = `${env.prefix}session-meta:{${hashKey(owner)}:${id}}`
+    const [a, b] = [await env.cluster.masterOf(turnsKey), await env.cluster.masterOf(metaKey)]
+    t.equal(a, b, `${id}: both keys on one master`)
+    masters.add(a)
+  }
+  t.ok(masters.size > 1, `sessions spread over ${masters.size} masters`)
+  t.equal(await store.count(), ids.length)
+  t.equal(await store.delete(owner, 's0'), true)
+  t.equal(await store.count(), ids.length - 1)
+})
+
 test('redis session store: keys are namespaced, owners hashed, expiry set', async (t) => {
   const env = await requireRedis(t)
   if (env === null) return
@@ -31,8 +64,8 @@ test('redis session store: keys are namespaced, owners hashed, expiry set', asyn
   const keys = await listKeys(redis, env.prefix)
   const h = hashKey(owner)
   t.same(keys, [
-    `${env.prefix}session-meta:${h}:abc`,
-    `${env.prefix}session:${h}:abc`,
+    `${env.prefix}session-meta:{${h}:abc}`,
+    `${env.prefix}session:{${h}:abc}`,
     `${env.prefix}sessions`,
   ].sort())
   t.notOk(keys.some((key) => key.includes('SECRET')), 'the API key never appears in key names')
