@@ -43,7 +43,7 @@ export async function freePort (): Promise<number> {
 }
 
 /** Waits until each named MCP server of `app` is up (a loaded machine may need a retry); false if not within `ms`. */
-export async function waitForMcp (app: { mcp: { statuses: () => Record<string, { state: string }> } }, servers: string[], ms = 60_000): Promise<boolean> {
+export async function waitForMcp (app: { mcp: { statuses: () => Record<string, { state: string }> } }, servers: string[], ms = 120_000): Promise<boolean> {
   const until = Date.now() + ms
   for (;;) {
     const statuses = app.mcp.statuses()

@@ -124,7 +124,8 @@ export class McpConnection {
     this.#setState('connecting')
     const client = new Client({ name: 'agent-chat-api', version: '1.0.0' }, { capabilities: {} })
     this.#client = client
-    client.onclose = () => { this.#lost(generation, 'connection closed') }
+    // Deferred: when a connect fails, the catch below gives the better reason (timeout, spawn error).
+    client.onclose = () => { setImmediate(() => { this.#lost(generation, this.#withStderr('connection closed')) }) }
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => { this.#refresh(generation) })
     const timeout = this.#options.connectTimeoutMs ?? 10_000
     try {
@@ -137,9 +138,14 @@ export class McpConnection {
       this.#options.log.info({ server: this.name, tools: tools.length }, 'MCP server connected')
     } catch (error) {
       if (generation !== this.#generation || this.#closed) return
-      const stderr = this.#stderrTail.trim().split('\n').at(-1)
-      this.#lost(generation, errorText(error) + (stderr ? ` (stderr: ${stderr.slice(0, 200)})` : ''))
+      this.#lost(generation, this.#withStderr(errorText(error)))
     }
+  }
+
+  /** `reason` with the last line a stdio child wrote to stderr, which often says why it stopped. */
+  #withStderr (reason: string): string {
+    const stderr = this.#stderrTail.trim().split('\n').at(-1)
+    return stderr ? `${reason} (stderr: ${stderr.slice(0, 200)})` : reason
   }
 
   /** The connection of `generation` failed or closed: tools gone, client closed, retry scheduled. */
