@@ -7,7 +7,7 @@ import { isAbortError } from './llm/abort.js'
 import { capacityError } from './llm/limiter.js'
 import type { ChatTurn } from './llm/types.js'
 import { openSseStream } from './sse.js'
-import type { StreamFormat } from './stream-formats.js'
+import { payloadList, type StreamFormat } from './stream-formats.js'
 
 /** Run options without the parts a route does not choose. */
 export type RunRequest = Omit<AgentRunOptions, 'provider' | 'tools' | 'streaming' | 'signal' | 'maxIterations'>
@@ -93,18 +93,20 @@ export async function answerStream (
     const events = runAgent(fullOptions(app, run, true, sse.signal))
     let step = await events.next()
     while (step.done !== true) {
-      const payload = format.event(step.value)
-      if (payload !== null) {
+      const payloads = format.event(step.value)
+      if (typeof payloads === 'string') {
         // Await only when the client is not keeping up (no extra microtask per token otherwise).
-        const drained = sse.trySend(payload)
+        const drained = sse.trySend(payloads)
         if (drained !== undefined) await drained
+      } else if (payloads !== null) {
+        for (const payload of payloads) await sse.send(payload)
       }
       step = await events.next()
     }
     const result = step.value
     if (extra?.usage) await sse.send(JSON.stringify({ type: 'usage', data: result.usage }))
     if (extra?.beforeDone) await extra.beforeDone(result)
-    await sse.send(format.done)
+    for (const payload of payloadList(format.done)) await sse.send(payload)
     if (sse.closed) return null
     logConversationAfterResponse(app, request, reply, { conversationId: extra?.conversationId ?? request.id, messages: run.messages, result })
     return result
@@ -118,7 +120,7 @@ export async function answerStream (
     } else {
       request.log.warn({ err: error }, 'stream failed')
     }
-    await sse.send(format.error(publicErrorText(error)))
+    for (const payload of payloadList(format.error(publicErrorText(error)))) await sse.send(payload)
     return null
   } finally {
     sse.end()

@@ -16,8 +16,8 @@ export interface SseStreamOptions {
   heartbeatMs: number
   /** Registry the stream joins while open, so shutdown can end it ({@link SseRegistry.closeAll}). */
   registry?: SseRegistry
-  /** Turns an error text into this route's error payload (e.g. `m => '[ERROR] ' + m`); used on shutdown. */
-  formatError?: (message: string) => string
+  /** Turns an error text into this route's error payload(s) (e.g. `m => '[ERROR] ' + m`); used on shutdown. */
+  formatError?: (message: string) => string | readonly string[]
 }
 
 /** An open SSE response. Payloads are plain strings; the route chooses their form. */
@@ -39,12 +39,12 @@ export interface SseWriter {
   /** Ends the response normally; idempotent, safe in `finally`. Does not abort `signal`. */
   end (): void
   /**
-   * Ends the stream from the server side: writes `finalPayload` if given (no drain wait),
-   * aborts `signal` with `reason`, ends the response. Idempotent.
+   * Ends the stream from the server side: writes `finalPayload` if given (several messages for a list;
+   * no drain wait), aborts `signal` with `reason`, ends the response. Idempotent.
    */
-  close (finalPayload?: string, reason?: unknown): void
-  /** This route's error payload for `message`, or undefined when the route gave no `formatError`. */
-  formatError (message: string): string | undefined
+  close (finalPayload?: string | readonly string[], reason?: unknown): void
+  /** This route's error payload(s) for `message`, or undefined when the route gave no `formatError`. */
+  formatError (message: string): string | readonly string[] | undefined
 }
 
 /** The set of open streams, for graceful shutdown. */
@@ -59,7 +59,7 @@ export interface SseRegistry {
    * Closes every open stream, first sending it `finalPayloadFor(writer)` when that is not undefined.
    * Their signals abort. Returns how many streams were closed.
    */
-  closeAll (finalPayloadFor?: (writer: SseWriter) => string | undefined): number
+  closeAll (finalPayloadFor?: (writer: SseWriter) => string | readonly string[] | undefined): number
 }
 
 /** Creates an empty {@link SseRegistry}. */
@@ -101,7 +101,7 @@ class SseStream implements SseWriter {
   readonly #res: ServerResponse
   readonly #controller = new AbortController()
   readonly #registry: SseRegistry | undefined
-  readonly #formatError: ((message: string) => string) | undefined
+  readonly #formatError: ((message: string) => string | readonly string[]) | undefined
   readonly #heartbeatMs: number
   #timer: NodeJS.Timeout | undefined
   /** performance.now() of the last write: the heartbeat checks it instead of being restarted by every write. */
@@ -151,14 +151,16 @@ class SseStream implements SseWriter {
     if (!this.#res.writableEnded && !this.#res.destroyed) this.#res.end()
   }
 
-  close (finalPayload?: string, reason?: unknown): void {
+  close (finalPayload?: string | readonly string[], reason?: unknown): void {
     if (this.#ended) return
-    if (finalPayload !== undefined && !this.#closed) this.#write(frameSse(finalPayload))
+    if (finalPayload !== undefined && !this.#closed) {
+      this.#write(typeof finalPayload === 'string' ? frameSse(finalPayload) : finalPayload.map(frameSse).join(''))
+    }
     if (!this.#controller.signal.aborted) this.#controller.abort(reason)
     this.end()
   }
 
-  formatError (message: string): string | undefined {
+  formatError (message: string): string | readonly string[] | undefined {
     return this.#formatError?.(message)
   }
 

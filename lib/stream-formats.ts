@@ -1,11 +1,26 @@
-// The three stream message forms of SPEC section 6: v1 text chunks, agent JSON events, unversioned text chunks.
+// The stream message forms: SPEC section 6's v1 text chunks, agent JSON events, unversioned text chunks (the UI message stream is lib/ui-message-stream.ts).
 import type { AgentEvent } from './agent/events.js'
 
+/** What a format sends for one step of a stream: one SSE message, several in order, or (null) none. */
+export type Payloads = string | readonly string[] | null
+
+/**
+ * How a stream route frames a run's events. A format may keep state across one stream (the UI message
+ * stream does): such a format is created per stream.
+ */
 export interface StreamFormat {
-  /** Payload of one agent event, or null when this form does not carry it. */
-  event (event: AgentEvent): string | null
-  done: string
-  error (message: string): string
+  /** Payloads of one agent event, or null when this form does not carry it. */
+  event (event: AgentEvent): Payloads
+  /** Payloads that end a finished run. */
+  readonly done: string | readonly string[]
+  /** Payloads that end a failed run with `message`. */
+  error (message: string): string | readonly string[]
+}
+
+/** The payloads of `payloads` as a list (none for null). */
+export function payloadList (payloads: Payloads): readonly string[] {
+  if (payloads === null) return []
+  return typeof payloads === 'string' ? [payloads] : payloads
 }
 
 /** A Python-style repr of a string, as the unversioned layout's `{'error': '...'}` message uses. */

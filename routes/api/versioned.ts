@@ -4,6 +4,7 @@ import { createErrorHandler, type LayoutOptions } from '../../plugins/error-hand
 import v1Health from './v1/health.js'
 import v1Chat from './v1/chat.js'
 import v1Agent from './v1/agent.js'
+import v1UiChat from './v1/ui-chat.js'
 import v2Chat from './v2/chat.js'
 
 const versionedLayout: FastifyPluginAsync<LayoutOptions> = async (app, { extraRoutes }) => {
@@ -12,6 +13,7 @@ const versionedLayout: FastifyPluginAsync<LayoutOptions> = async (app, { extraRo
     await v1.register(v1Health)
     await v1.register(v1Chat)
     await v1.register(v1Agent)
+    await v1.register(v1UiChat)
   }, { prefix: '/api/v1' })
   await app.register(v2Chat, { prefix: '/api/v2' })
   if (extraRoutes) await app.register(extraRoutes)
