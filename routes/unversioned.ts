@@ -1,10 +1,11 @@
-// The unversioned layout (/health, /ready, /metrics, /chat, /sessions): its own scope and error shape.
+// The unversioned layout (/health, /ready, /metrics, /chat, /sessions, /playground): its own scope and error shape.
 import type { FastifyPluginAsync } from 'fastify'
 import { createErrorHandler, type LayoutOptions } from '../plugins/error-handlers.js'
 import healthRoutes from './health.js'
 import sessionChatRoutes from './chat.js'
 import sessionRoutes from './sessions.js'
 import metricsRoutes from './metrics.js'
+import playgroundRoutes from './playground.js'
 
 const unversionedLayout: FastifyPluginAsync<LayoutOptions> = async (app, { extraRoutes }) => {
   app.setErrorHandler(createErrorHandler('unversioned', app.config.DEBUG))
@@ -12,6 +13,7 @@ const unversionedLayout: FastifyPluginAsync<LayoutOptions> = async (app, { extra
   await app.register(sessionChatRoutes)
   await app.register(sessionRoutes)
   await app.register(metricsRoutes)
+  if (app.config.PLAYGROUND) await app.register(playgroundRoutes)
   if (extraRoutes) await app.register(extraRoutes)
 }
 

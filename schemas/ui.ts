@@ -58,7 +58,7 @@ const OtherPart = Type.Unsafe<{ type: string }>({
   type: 'object',
   properties: { type: { type: 'string', maxLength: 128 } },
   required: ['type'],
-  not: { properties: { type: { anyOf: [{ enum: KNOWN_PART_TYPES }, { pattern: '^tool-' }] } } },
+  not: { properties: { type: { anyOf: [{ type: 'string', enum: KNOWN_PART_TYPES }, { type: 'string', pattern: '^tool-' }] } } },
   description: 'Any other part type (reasoning, step-start, source-url, data-*): ignored',
 })
 

@@ -4,7 +4,7 @@ import { DefaultChatTransport, readUIMessageStream, type UIMessage } from 'ai'
 import { buildTestApp } from '../helpers/app.js'
 import { ROOMY_LIMITS, buildFakeApp, listen, postJson, upstreamMessages } from '../helpers/agent.js'
 import { assertSseHeaders } from '../helpers/sse-client.js'
-import { TestChat, chunkError, chunkShape, collectChunks, deltaText, readUiStream } from '../helpers/ui-chat.js'
+import { TestChat, chunkError, chunkShape, deltaText, readUiStream } from '../helpers/ui-chat.js'
 
 interface Teardown { teardown: (fn: () => unknown) => void }
 
