@@ -5,11 +5,14 @@ import {
   closeRedisClient, createRedisClient, createRedisConversationLog, createRedisRateLimitStore, createRedisSessionStore, waitForRedis,
 } from '../lib/stores/redis.js'
 import type { ConversationLog, RateLimitStore, SessionStore } from '../lib/stores/types.js'
+import { createMemoryChatStreamIndex, createRedisChatStreamIndex, type ChatStreamIndex } from '../lib/stores/chat-streams.js'
 
 export interface Stores {
   sessions: SessionStore
   rateLimit: RateLimitStore
   conversations: ConversationLog
+  /** The latest stream of each UI chat (DECISIONS 16). */
+  chatStreams: ChatStreamIndex
   /** `redis` when REDIS_URL is set, else `memory`. */
   kind: 'memory' | 'redis'
 }
@@ -27,6 +30,7 @@ export default fp(async (app) => {
       sessions: createMemorySessionStore({ ttlSeconds: config.SESSION_TTL_SECONDS, maxSessions: config.MAX_SESSIONS }),
       rateLimit: createMemoryRateLimitStore(),
       conversations: createMemoryConversationLog({ maxEntries: config.CONVERSATION_LOG_MAX }),
+      chatStreams: createMemoryChatStreamIndex({ ttlSeconds: config.STREAM_RESUME_TTL_SECONDS, maxEntries: config.MAX_SESSIONS }),
     }
   } else {
     const redis = createRedisClient(config.REDIS_URL, { logger: app.log, connectionName: 'agent-chat-api' })
@@ -36,6 +40,7 @@ export default fp(async (app) => {
       sessions: createRedisSessionStore(redis, { prefix, ttlSeconds: config.SESSION_TTL_SECONDS }),
       rateLimit: createRedisRateLimitStore(redis, { prefix }),
       conversations: createRedisConversationLog(redis, { prefix, maxLen: config.CONVERSATION_LOG_MAX }),
+      chatStreams: createRedisChatStreamIndex(redis, { prefix, ttlSeconds: config.STREAM_RESUME_TTL_SECONDS }),
     }
     app.lifecycle.addCheck('redis', async () => { await redis.ping() })
     // Start serving even when Redis is down: limits fail open and session routes answer 503 until it returns.
@@ -47,6 +52,6 @@ export default fp(async (app) => {
   app.decorate('stores', stores)
   app.metrics.setActiveSessionsSource(() => stores.sessions.count())
   app.addHook('onClose', async () => {
-    await Promise.allSettled([stores.sessions.close(), stores.rateLimit.close(), stores.conversations.close()])
+    await Promise.allSettled([stores.sessions.close(), stores.rateLimit.close(), stores.conversations.close(), stores.chatStreams.close()])
   })
 }, { name: 'stores', dependencies: ['config', 'lifecycle', 'metrics'], fastify: '5.x' })
