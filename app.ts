@@ -12,12 +12,13 @@ import storesPlugin from './plugins/stores.js'
 import toolsPlugin from './plugins/tools.js'
 import llmPlugin from './plugins/llm.js'
 import streamsPlugin from './plugins/streams.js'
+import agentPlugin from './plugins/agent.js'
 import type { LLMProvider } from './lib/llm/types.js'
 import metricsPlugin from './plugins/metrics.js'
 import authPlugin from './plugins/auth.js'
 import rateLimitPlugin from './plugins/rate-limit.js'
 import type { RateLimitStore } from './lib/stores/types.js'
-import { createErrorHandler } from './plugins/error-handlers.js'
+import { createErrorHandler } from './lib/http/errors.js'
 import unversionedLayout from './routes/unversioned.js'
 import versionedLayout from './routes/api/versioned.js'
 
@@ -97,6 +98,7 @@ export async function buildApp (options: BuildAppOptions = {}) {
   await app.register(toolsPlugin)
   await app.register(llmPlugin, options.provider ? { provider: options.provider } : {})
   await app.register(streamsPlugin)
+  await app.register(agentPlugin)
 
   app.setErrorHandler(createErrorHandler('unversioned', config.DEBUG))
   app.setNotFoundHandler((_request, reply) => { reply.code(404).send({ detail: 'Not Found' }) })

@@ -88,8 +88,6 @@ export function resolveConfig (env: Env) {
     apiKeys: splitList(env.API_KEYS),
     corsOrigins,
     corsAnyOrigin: corsOrigins.includes('*'),
-    /** Sampling parameters are forwarded only on the API version that accepts them (DECISIONS 12). */
-    sendsTemperature: env.LLM_API_VERSION === '2023-06-01',
   }
 }
 

@@ -1,6 +1,6 @@
 // Error classes of SPEC section 7: each carries what the error handlers need to answer it.
 
-/** A failed model call; `statusCode` is the HTTP status the client gets (default 502). */
+/** A failed model call; `statusCode` tells a timeout (504) from other failures (502); each layout answers it its own way. */
 export class LLMServiceError extends Error {
   override name = 'LLMServiceError'
   readonly statusCode: number
@@ -13,19 +13,9 @@ export class LLMServiceError extends Error {
   }
 }
 
-/** A failure of the agent itself (iteration cap, bad tool loop): answered 500 `{error, message}`. */
+/** A failure of the agent itself (iteration cap, a model stream without a message): answered 500 `{error, message}`. */
 export class AgentError extends Error {
-  override name: string = 'AgentError'
-}
-
-/** The conversation does not fit the model's token budget. */
-export class TokenLimitError extends AgentError {
-  override name = 'TokenLimitError'
-}
-
-/** A tool failed in a way the agent cannot hand back to the model. */
-export class ToolExecutionError extends AgentError {
-  override name = 'ToolExecutionError'
+  override name = 'AgentError'
 }
 
 /** A plain HTTP error answered `{detail}` (401, 404, 429, 503, ...). */
@@ -38,4 +28,9 @@ export class HttpError extends Error {
     this.statusCode = statusCode
     this.headers = headers
   }
+}
+
+/** Session storage is down (Redis outage): 503 with a fixed text; the cause is logged, not shown. */
+export function sessionStoreDown (error: unknown): never {
+  throw new HttpError(503, 'Session store unavailable, please retry later', { 'retry-after': '1' }, { cause: error })
 }

@@ -1,26 +1,17 @@
-// The stream message forms: SPEC section 6's v1 text chunks, agent JSON events, unversioned text chunks (the UI message stream is lib/ui-message-stream.ts).
-import type { AgentEvent } from './agent/events.js'
+// The stream message forms of SPEC section 6: v1 text chunks, agent JSON events, unversioned text chunks.
+import type { AgentEvent, UsageReport } from './agent/events.js'
 
-/** What a format sends for one step of a stream: one SSE message, several in order, or (null) none. */
-export type Payloads = string | readonly string[] | null
-
-/**
- * How a stream route frames a run's events. A format may keep state across one stream (the UI message
- * stream does): such a format is created per stream.
- */
+/** How one stream route writes the events of a run; the writer (lib/http/sse.ts) only frames what this returns. */
 export interface StreamFormat {
-  /** Payloads of one agent event, or null when this form does not carry it. */
-  event (event: AgentEvent): Payloads
-  /** Payloads that end a finished run. */
-  readonly done: string | readonly string[]
-  /** Payloads that end a failed run with `message`. */
-  error (message: string): string | readonly string[]
-}
-
-/** The payloads of `payloads` as a list (none for null). */
-export function payloadList (payloads: Payloads): readonly string[] {
-  if (payloads === null) return []
-  return typeof payloads === 'string' ? [payloads] : payloads
+  /**
+   * Payload of one agent event, or null when this form does not carry it; a list when one event makes
+   * several messages (the UI message stream, lib/ui-message-stream.ts).
+   */
+  event (event: AgentEvent): string | readonly string[] | null
+  /** The payloads that end a finished run. */
+  done (usage: UsageReport): string[]
+  /** The payloads that end a failed or cut run, `message` being the error text a client may see. */
+  error (message: string, usage: UsageReport): string[]
 }
 
 /** A Python-style repr of a string, as the unversioned layout's `{'error': '...'}` message uses. */
@@ -35,23 +26,40 @@ export function pythonRepr (text: string): string {
   return `${quote}${body}${quote}`
 }
 
+const DONE = ['[DONE]']
+const tokenOnly = (event: AgentEvent): string | null => (event.type === 'token' ? event.data : null)
+
 /** `POST /api/v1/chat/stream` (SPEC 6.1): chunks, `[DONE]`, `[ERROR] <text>`. */
 export const textChunks: StreamFormat = {
-  event: (event) => (event.type === 'token' ? event.data : null),
-  done: '[DONE]',
-  error: (message) => `[ERROR] ${message}`,
+  event: tokenOnly,
+  done: () => DONE,
+  error: (message) => [`[ERROR] ${message}`],
 }
 
 /** `POST /chat/stream` (SPEC 6.3): chunks, `[DONE]`, `{'error': '<text>'}`. */
 export const sessionChunks: StreamFormat = {
-  event: (event) => (event.type === 'token' ? event.data : null),
-  done: '[DONE]',
-  error: (message) => `{'error': ${pythonRepr(message)}}`,
+  event: tokenOnly,
+  done: () => DONE,
+  error: (message) => [`{'error': ${pythonRepr(message)}}`],
 }
 
-/** `POST /api/v1/agent/stream` (SPEC 6.2): every event as `{type, data}` JSON. */
+const usageEvent = (usage: UsageReport): string => JSON.stringify({ type: 'usage', data: usage })
+
+/**
+ * `POST /api/v1/agent/stream` (SPEC 6.2): `{type, data}` JSON of tool_call, tool_result and token events;
+ * a `usage` event before every terminal event (DECISIONS 13).
+ */
 export const agentEvents: StreamFormat = {
-  event: (event) => JSON.stringify(event),
-  done: JSON.stringify({ type: 'done', data: '' }),
-  error: (message) => JSON.stringify({ type: 'error', data: message }),
+  event: (event) => {
+    switch (event.type) {
+      case 'token':
+      case 'tool_call':
+      case 'tool_result':
+        return JSON.stringify({ type: event.type, data: event.data })
+      default:
+        return null
+    }
+  },
+  done: (usage) => [usageEvent(usage), '{"type":"done","data":""}'],
+  error: (message, usage) => [usageEvent(usage), JSON.stringify({ type: 'error', data: message })],
 }

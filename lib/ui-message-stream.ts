@@ -1,6 +1,6 @@
 // The Vercel AI SDK's UI message stream protocol (DECISIONS section 16) as a per-stream StreamFormat of agent events.
 import { randomUUID } from 'node:crypto'
-import type { AgentEvent } from './agent/events.js'
+import type { AgentEvent, UsageReport } from './agent/events.js'
 import type { StreamFormat } from './stream-formats.js'
 
 /** The header that tells the AI SDK's transport the body is a UI message stream. */
@@ -21,40 +21,28 @@ export type UiChunk =
   | { type: 'tool-input-available', toolCallId: string, toolName: string, input: unknown }
   | { type: 'tool-output-available', toolCallId: string, output: unknown }
   | { type: 'tool-output-error', toolCallId: string, errorText: string }
-  | { type: 'finish', finishReason: 'stop' | 'error' }
+  | { type: 'finish', finishReason: 'stop', messageMetadata: { model: string, usage: UsageReport } }
   | { type: 'error', errorText: string }
-
-/**
- * What a tool event may carry. `callId`, `output` and `isError` are optional so this format works on
- * agent events with and without them: without a `callId` a result is paired with the oldest unanswered
- * call of the same tool (the agent yields results in call order).
- */
-interface ToolCallData { tool: string, args: Record<string, unknown>, callId?: string }
-interface ToolResultData { tool: string, content: string, callId?: string, output?: string, isError?: boolean }
 
 /** Options of {@link createUiMessageStream}. */
 export interface UiMessageStreamOptions {
   /** Id of the assistant message this stream builds (sent in `start`; a replay keeps it). */
   messageId: string
-  /** Makes ids of text parts and of tool calls without a `callId`; default random UUID based. */
+  /** Makes ids of text parts; default random UUID based. */
   newId?: () => string
 }
 
 /**
  * A new UI message stream format for one stream: `start`, then for each model call `start-step`, its
  * text as `text-start`/`text-delta`/`text-end`, its tool calls as `tool-input-available` and their
- * results as `tool-output-available` (or `tool-output-error`), `finish-step`; at the end `finish` (or an
- * `error` chunk) and `[DONE]`.
+ * results as `tool-output-available` (or `tool-output-error`), `finish-step`; at the end `finish` (its
+ * `messageMetadata` names the model and the usage) or an `error` chunk, then `[DONE]`.
  */
 export function createUiMessageStream (options: UiMessageStreamOptions): StreamFormat {
   const newId = options.newId ?? (() => randomUUID().replace(/-/g, ''))
   let started = false
   let stepOpen = false
-  /** True once the open step ran tools: the next text or call belongs to a new model call. */
-  let stepHadResults = false
   let textId: string | undefined
-  /** Unanswered calls: tool name to call ids, oldest first. */
-  const pending = new Map<string, string[]>()
 
   const chunk = (value: UiChunk): string => JSON.stringify(value)
 
@@ -70,61 +58,30 @@ export function createUiMessageStream (options: UiMessageStreamOptions): StreamF
     textId = undefined
   }
 
+  function startStep (out: string[]): void {
+    begin(out)
+    if (stepOpen) return
+    out.push(chunk({ type: 'start-step' }))
+    stepOpen = true
+  }
+
   function endStep (out: string[]): void {
     endText(out)
     if (!stepOpen) return
     out.push(chunk({ type: 'finish-step' }))
     stepOpen = false
-    stepHadResults = false
-  }
-
-  /** Opens a step for model output, closing one whose tools already ran. */
-  function modelOutput (out: string[]): void {
-    begin(out)
-    if (stepHadResults) endStep(out)
-    if (!stepOpen) {
-      out.push(chunk({ type: 'start-step' }))
-      stepOpen = true
-    }
-  }
-
-  function toolCall (data: ToolCallData, out: string[]): void {
-    modelOutput(out)
-    endText(out)
-    const toolCallId = data.callId ?? newId()
-    pending.set(data.tool, [...(pending.get(data.tool) ?? []), toolCallId])
-    out.push(chunk({ type: 'tool-input-available', toolCallId, toolName: data.tool, input: data.args }))
-  }
-
-  function toolResult (data: ToolResultData, out: string[]): void {
-    begin(out)
-    endText(out)
-    const queue = pending.get(data.tool) ?? []
-    const toolCallId = data.callId ?? queue[0] ?? newId()
-    const index = queue.indexOf(toolCallId)
-    if (index !== -1) queue.splice(index, 1)
-    const output = data.output ?? data.content
-    out.push(data.isError === true
-      ? chunk({ type: 'tool-output-error', toolCallId, errorText: output })
-      : chunk({ type: 'tool-output-available', toolCallId, output }))
-    stepHadResults = true
-  }
-
-  function error (message: string): string[] {
-    const out: string[] = []
-    begin(out)
-    endText(out)
-    out.push(chunk({ type: 'error', errorText: message }), UI_STREAM_DONE)
-    return out
   }
 
   return {
     event (event: AgentEvent) {
       const out: string[] = []
       switch (event.type) {
+        case 'step_start':
+          startStep(out)
+          break
         case 'token':
           if (event.data === '') return null
-          modelOutput(out)
+          startStep(out)
           if (textId === undefined) {
             textId = newId()
             out.push(chunk({ type: 'text-start', id: textId }))
@@ -132,26 +89,36 @@ export function createUiMessageStream (options: UiMessageStreamOptions): StreamF
           out.push(chunk({ type: 'text-delta', id: textId, delta: event.data }))
           break
         case 'tool_call':
-          toolCall(event.data, out)
+          startStep(out)
+          endText(out)
+          out.push(chunk({ type: 'tool-input-available', toolCallId: event.callId, toolName: event.data.tool, input: event.data.args }))
           break
         case 'tool_result':
-          toolResult(event.data, out)
+          startStep(out)
+          endText(out)
+          out.push(event.isError
+            ? chunk({ type: 'tool-output-error', toolCallId: event.callId, errorText: event.output })
+            : chunk({ type: 'tool-output-available', toolCallId: event.callId, output: event.output }))
           break
-        case 'error':
-          return error(event.data)
-        default:
-          // usage and done are not chunks of this protocol: the run's end is `done` below.
-          return null
+        case 'step_finish':
+          endStep(out)
+          break
       }
-      return out
+      return out.length > 0 ? out : null
     },
-    get done () {
+    done (usage) {
       const out: string[] = []
       begin(out)
       endStep(out)
-      out.push(chunk({ type: 'finish', finishReason: 'stop' }), UI_STREAM_DONE)
+      out.push(chunk({ type: 'finish', finishReason: 'stop', messageMetadata: { model: usage.model, usage } }), UI_STREAM_DONE)
       return out
     },
-    error,
+    error (message) {
+      const out: string[] = []
+      begin(out)
+      endText(out)
+      out.push(chunk({ type: 'error', errorText: message }), UI_STREAM_DONE)
+      return out
+    },
   }
 }

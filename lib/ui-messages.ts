@@ -3,18 +3,27 @@ import { parseImage } from './images.js'
 import type { ChatTurn, ContentBlock, ImageBlock, ToolResultBlock, ToolUseBlock } from './llm/types.js'
 import { RequestValidationError, type ValidationIssue } from './validation.js'
 
-/** The part fields this conversion reads; anything else in a part is ignored. */
+/** The part fields this conversion reads (typed by the route's schema); anything else in a part is ignored. */
 export interface UiPartInput {
   type: string
-  text?: unknown
-  mediaType?: unknown
-  url?: unknown
-  toolName?: unknown
-  toolCallId?: unknown
-  state?: unknown
+  text?: string | undefined
+  mediaType?: string | undefined
+  url?: string | undefined
+  toolName?: string | undefined
+  toolCallId?: string | undefined
+  state?: string | undefined
   input?: unknown
   output?: unknown
-  errorText?: unknown
+  errorText?: string | undefined
+}
+
+/** The fields each part kind must have. */
+function requiredFields (type: string): ReadonlyArray<keyof UiPartInput> {
+  if (type === 'text') return ['text']
+  if (type === 'file') return ['mediaType', 'url']
+  if (type === 'dynamic-tool') return ['toolName', 'toolCallId', 'state']
+  if (type.startsWith('tool-')) return ['toolCallId', 'state']
+  return []
 }
 
 /** A UI message as the route's schema admits it. */
@@ -53,7 +62,7 @@ function outputText (output: unknown): string {
 /** The tool name of a `tool-<name>` or `dynamic-tool` part, else undefined. */
 function toolNameOf (part: UiPartInput): string | undefined {
   if (part.type === 'dynamic-tool') return typeof part.toolName === 'string' ? part.toolName : undefined
-  return part.type.startsWith('tool-') ? part.type.slice('tool-'.length) : undefined
+  return part.type.startsWith('tool-') && part.type.length > 'tool-'.length ? part.type.slice('tool-'.length) : undefined
 }
 
 /**
@@ -91,6 +100,11 @@ export function uiMessagesToTurns (messages: readonly UiMessageInput[], limits: 
 
   for (const [m, message] of messages.entries()) {
     const loc = (p: number, field?: string) => ['body', 'messages', m, 'parts', p, ...(field ? [field] : [])]
+    for (const [p, part] of message.parts.entries()) {
+      for (const field of requiredFields(part.type)) {
+        if (part[field] === undefined) issues.push({ loc: loc(p, field), msg: 'Field required', type: 'missing' })
+      }
+    }
     if (message.role === 'system') {
       for (const part of message.parts) {
         if (part.type === 'text' && typeof part.text === 'string') {

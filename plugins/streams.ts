@@ -1,6 +1,6 @@
 // Streams plugin: the registry of open SSE streams, closed with their error message when shutdown's grace ends.
 import fp from 'fastify-plugin'
-import { createSseRegistry, type SseRegistry } from '../lib/sse.js'
+import { createSseRegistry, type SseRegistry } from '../lib/http/sse.js'
 
 declare module 'fastify' {
   interface FastifyInstance { streams: SseRegistry }

@@ -1,7 +1,6 @@
 // GET and DELETE /sessions/{id}: a caller's own conversation memory (DECISIONS section 5).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { HttpError } from '../lib/errors.js'
-import { identityOf, sessionStoreDown } from '../lib/respond.js'
+import { HttpError, sessionStoreDown } from '../lib/errors.js'
 import { SessionHistory, SessionParams } from '../schemas/chat.js'
 import { commonErrorResponses, DetailError } from '../schemas/common.js'
 
@@ -17,7 +16,7 @@ const sessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
       response: { 200: SessionHistory, ...errors },
     },
   }, async (request) => {
-    const record = await app.stores.sessions.get(identityOf(request), request.params.id).catch(sessionStoreDown)
+    const record = await app.stores.sessions.get(request.identity, request.params.id).catch(sessionStoreDown)
     if (!record) throw new HttpError(404, 'Session not found')
     return {
       session_id: request.params.id,
@@ -36,7 +35,7 @@ const sessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
       response: { 204: { type: 'null', description: 'Deleted' }, ...errors },
     },
   }, async (request, reply) => {
-    const deleted = await app.stores.sessions.delete(identityOf(request), request.params.id).catch(sessionStoreDown)
+    const deleted = await app.stores.sessions.delete(request.identity, request.params.id).catch(sessionStoreDown)
     if (!deleted) throw new HttpError(404, 'Session not found')
     return reply.code(204).send(null)
   })

@@ -1,8 +1,8 @@
 // The unversioned layout (/health, /ready, /metrics, /chat, /sessions, /playground): its own scope and error shape.
 import type { FastifyPluginAsync } from 'fastify'
-import { createErrorHandler, type LayoutOptions } from '../plugins/error-handlers.js'
+import { createErrorHandler, type LayoutOptions } from '../lib/http/errors.js'
 import healthRoutes from './health.js'
-import sessionChatRoutes from './chat.js'
+import sessionChatRoutes from './session-chat.js'
 import sessionRoutes from './sessions.js'
 import metricsRoutes from './metrics.js'
 import playgroundRoutes from './playground.js'

@@ -15,13 +15,8 @@ export const DetailError = Type.Object({
   detail: Type.String({ description: 'What went wrong' }),
 }, { $id: 'DetailError', description: 'Plain HTTP error (401, 404, 413, 415, 429, 502, 503)' })
 
-export const LLMErrorBody = Type.Object({
-  error: Type.Literal('LLM service error'),
-  detail: Type.String(),
-}, { $id: 'LLMServiceErrorBody', description: 'Model-service error' })
-
 export const AgentErrorBody = Type.Object({
-  error: Type.String({ description: 'AgentError, TokenLimitError or ToolExecutionError' }),
+  error: Type.String({ description: 'AgentError' }),
   message: Type.String(),
 }, { $id: 'AgentErrorBody', description: 'Agent failure (500)' })
 
@@ -31,7 +26,7 @@ export const InternalErrorBody = Type.Object({
 }, { $id: 'InternalErrorBody', description: 'Unhandled error (500)' })
 
 /** Every shared schema, registered once with `app.addSchema`. */
-export const sharedSchemas = [ValidationIssue, ValidationErrorBody, DetailError, LLMErrorBody, AgentErrorBody, InternalErrorBody]
+export const sharedSchemas = [ValidationIssue, ValidationErrorBody, DetailError, AgentErrorBody, InternalErrorBody]
 
 const ref = (id: string) => Type.Ref(id)
 
@@ -48,6 +43,6 @@ export const modelErrorResponses = {
   413: ref('DetailError'),
   415: ref('DetailError'),
   429: ref('DetailError'),
-  502: Type.Union([ref('DetailError'), ref('LLMServiceErrorBody')]),
+  502: ref('DetailError'),
   503: ref('DetailError'),
 }

@@ -15,54 +15,29 @@ export const ChatId = Type.String({
   description: 'Chat id (useChat `id`); 1 to 128 characters of A-Z a-z 0-9 . _ : -',
 })
 
-const KNOWN_PART_TYPES = ['text', 'file', 'dynamic-tool']
+const optionalText = (description: string, maxLength = MAX_UI_TEXT_CHARS) => Type.Optional(Type.String({ maxLength, description }))
 
-const ToolState = Type.String({ maxLength: 64, description: 'input-streaming, input-available, output-available, output-error, ...' })
-const ToolCallId = Type.String({ minLength: 1, maxLength: 256, description: 'The tool call id' })
-const ToolErrorText = Type.Optional(Type.String({ maxLength: MAX_UI_TEXT_CHARS, description: 'Error text of a failed call' }))
-
-const TextPart = Type.Object({
-  type: Type.Literal('text'),
-  text: Type.String({ maxLength: MAX_UI_TEXT_CHARS, description: 'The text' }),
-}, { description: 'Text part', additionalProperties: true })
-
-const FilePart = Type.Object({
-  type: Type.Literal('file'),
-  mediaType: Type.String({ minLength: 1, maxLength: 255, description: 'IANA media type; image/png, image/jpeg, image/gif and image/webp go to the model' }),
-  url: Type.String({ minLength: 1, maxLength: MAX_IMAGE_CHARS, description: 'A data: URL (base64); hosted URLs are not fetched' }),
-  filename: Type.Optional(Type.String({ maxLength: 1024 })),
-}, { description: 'File part: images go to the model as in /api/v2/chat', additionalProperties: true })
-
-const ToolPart = Type.Object({
-  type: Type.String({ pattern: '^tool-.+', maxLength: 128, description: '`tool-<tool name>`' }),
-  toolCallId: ToolCallId,
-  state: ToolState,
+/**
+ * One part of a UI message. One object rather than a union of part kinds, so a bad field is reported at
+ * that field; what each kind requires is checked when the message is read (lib/ui-messages.ts), 422 too.
+ */
+export const UiMessagePart = Type.Object({
+  type: Type.String({
+    minLength: 1,
+    maxLength: 128,
+    description: 'Part kind. Read: `text`, `file` (images), `tool-<name>` and `dynamic-tool`; any other (reasoning, step-start, source-url, data-*) is ignored',
+  }),
+  text: optionalText('Text of a `text` part (required there)'),
+  mediaType: optionalText('IANA media type of a `file` part (required there); image/png, image/jpeg, image/gif and image/webp go to the model', 255),
+  url: optionalText('A `file` part\'s data: URL, base64 (required there); hosted URLs are not fetched', MAX_IMAGE_CHARS),
+  filename: optionalText('File name of a `file` part', 1024),
+  toolName: optionalText('Tool name of a `dynamic-tool` part (required there)', 128),
+  toolCallId: optionalText('Tool call id of a tool part (required there)', 256),
+  state: optionalText('State of a tool part (required there): only output-available and output-error parts go to the model', 64),
   input: Type.Optional(Type.Unknown({ description: 'Tool input (a JSON object)' })),
   output: Type.Optional(Type.Unknown({ description: 'Tool output' })),
-  errorText: ToolErrorText,
-}, { description: 'Tool part of an earlier answer: sent to the model as a tool call and its result', additionalProperties: true })
-
-const DynamicToolPart = Type.Object({
-  type: Type.Literal('dynamic-tool'),
-  toolName: Type.String({ minLength: 1, maxLength: 128 }),
-  toolCallId: ToolCallId,
-  state: ToolState,
-  input: Type.Optional(Type.Unknown()),
-  output: Type.Optional(Type.Unknown()),
-  errorText: ToolErrorText,
-}, { description: 'Dynamic tool part: as a tool part', additionalProperties: true })
-
-// The exclusion sits on the part, not on its `type`: a known part with a bad field is then reported at that
-// field (the deeper error wins the union), not as "type must not be valid".
-const OtherPart = Type.Unsafe<{ type: string }>({
-  type: 'object',
-  properties: { type: { type: 'string', maxLength: 128 } },
-  required: ['type'],
-  not: { properties: { type: { anyOf: [{ type: 'string', enum: KNOWN_PART_TYPES }, { type: 'string', pattern: '^tool-' }] } } },
-  description: 'Any other part type (reasoning, step-start, source-url, data-*): ignored',
-})
-
-export const UiMessagePart = Type.Union([TextPart, FilePart, ToolPart, DynamicToolPart, OtherPart])
+  errorText: optionalText('Error text of a failed tool call'),
+}, { description: 'A UI message part', additionalProperties: true })
 
 export const UiMessage = Type.Object({
   id: Type.String({ maxLength: 256, description: 'Message id' }),

@@ -33,7 +33,6 @@ test('defaults with an empty environment', async (t) => {
   t.same(config.corsOrigins, ['http://localhost:3000'])
   t.equal(config.models.length, 3)
   t.equal(config.defaultModel, config.models[0])
-  t.equal(config.sendsTemperature, false)
 })
 
 test('coercion of strings to numbers, booleans and lists', async (t) => {
@@ -59,7 +58,6 @@ test('coercion of strings to numbers, booleans and lists', async (t) => {
   t.same(config.models, ['m1', 'm2'])
   t.equal(config.defaultModel, 'm1')
   t.equal(config.LOG_LEVEL, 'warn')
-  t.equal(config.sendsTemperature, true)
 })
 
 test('provider follows the key; MODEL_NAME and its alias pick the default model', async (t) => {

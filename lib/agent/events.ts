@@ -1,10 +1,32 @@
-// Typed events of an agent run (SPEC section 6.2, DECISIONS section 6).
+// Typed events of an agent run (SPEC section 6.2, DECISIONS sections 6 and 13): what every stream format reads.
 import type { Usage } from '../llm/types.js'
 
+/** Where a usage figure comes from (DECISIONS section 13). */
+export type UsageSource = 'provider' | 'partial' | 'estimated'
+
+/** The usage a stream reports before its terminal event. */
+export interface UsageReport extends Usage {
+  /** The model that answered (as clients name it). */
+  model: string
+  source: UsageSource
+}
+
+/**
+ * One event of a run. `tool_call`, `tool_result` and `token` carry SPEC's `{type, data}`; the rest of
+ * their fields (`callId`, `isError`, `output`) and the `step_*` markers are for formats that need them
+ * (the UI message stream), and never reach the agent stream's JSON.
+ */
 export type AgentEvent =
-  | { type: 'tool_call', data: { tool: string, args: Record<string, unknown> } }
-  | { type: 'tool_result', data: { tool: string, content: string } }
+  | { type: 'step_start' }
   | { type: 'token', data: string }
-  | { type: 'usage', data: Usage }
-  | { type: 'done', data: '' }
-  | { type: 'error', data: string }
+  | { type: 'tool_call', data: { tool: string, args: Record<string, unknown> }, callId: string }
+  | {
+    type: 'tool_result'
+    /** `content` is the first 200 characters of the result (SPEC section 6.2). */
+    data: { tool: string, content: string }
+    callId: string
+    isError: boolean
+    /** The whole result as the model saw it. */
+    output: string
+  }
+  | { type: 'step_finish' }

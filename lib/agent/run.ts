@@ -1,8 +1,13 @@
 // The Messages API tool loop: call the model, run the tools it asks for, repeat until it answers.
+import type { Static } from 'typebox'
+import type { ToolCall } from '../../schemas/chat.js'
 import { AgentError } from '../errors.js'
+import { throwIfAborted } from '../llm/abort.js'
 import type { ChatTurn, LLMProvider, ModelResponse, ToolResultBlock, ToolUseBlock, Usage } from '../llm/types.js'
+import { estimateTokens } from '../stores/memory-trim.js'
 import type { ToolRegistry } from '../tools/registry.js'
 import type { AgentEvent } from './events.js'
+import type { UsageTally } from './usage.js'
 
 /** Tool result text in stream events is cut to this many characters (SPEC section 6.2). */
 export const TOOL_RESULT_PREVIEW_CHARS = 200
@@ -24,9 +29,12 @@ export interface AgentRunOptions {
   signal?: AbortSignal | undefined
   /** Told about every tool run, for metrics. */
   onToolRun?: (tool: string, isError: boolean) => void
+  /** Where every model call's usage goes, also that of a call cut short: the caller reads it however the run ends. */
+  usage: UsageTally
 }
 
-export interface ToolCallRecord { tool: string, args: Record<string, unknown>, result: string, is_error: boolean }
+/** A tool call as answers and the conversation log report it. */
+export type ToolCallRecord = Static<typeof ToolCall>
 
 export interface AgentResult {
   /** Every text the model wrote, in order (what the token events carried). */
@@ -49,13 +57,16 @@ export function truncateChars (text: string, max: number): string {
   return text.slice(0, end)
 }
 
-function throwIfAborted (signal: AbortSignal | undefined) {
-  if (signal?.aborted) throw signal.reason ?? new DOMException('Aborted', 'AbortError')
-}
-
-/** One model call; yields token events when streaming and returns the whole message. */
+/**
+ * One model call; yields token events when streaming and returns the whole message. Its usage goes to
+ * `options.usage`: the provider's counts, or, when the call is cut short, the counts the provider had
+ * reported so far (`partial`), else an estimate of what was sent and written (`estimated`).
+ */
 async function * callModel (options: AgentRunOptions, messages: ChatTurn[]): AsyncGenerator<AgentEvent, ModelResponse> {
   const tools = options.enabledTools.length > 0 ? options.tools.specs(options.enabledTools) : undefined
+  let reported: Usage | undefined
+  let written = ''
+  let message: ModelResponse | undefined
   const request = {
     model: options.model,
     messages,
@@ -64,43 +75,62 @@ async function * callModel (options: AgentRunOptions, messages: ChatTurn[]): Asy
     ...(options.temperature === undefined ? {} : { temperature: options.temperature }),
     ...(tools ? { tools } : {}),
     ...(options.signal ? { signal: options.signal } : {}),
+    onUsage: (usage: Usage) => { reported = usage },
   }
-  if (!options.streaming) return await options.provider.complete(request)
-  for await (const event of options.provider.stream(request)) {
-    if (event.type === 'text') {
-      if (event.text) yield { type: 'token', data: event.text }
+  try {
+    if (!options.streaming) {
+      message = await options.provider.complete(request)
     } else {
-      return event.message
+      for await (const event of options.provider.stream(request)) {
+        if (event.type === 'message') {
+          message = event.message
+          break
+        }
+        if (event.text) {
+          written += event.text
+          yield { type: 'token', data: event.text }
+        }
+      }
+      if (message === undefined) throw new AgentError('The model stream ended without a message')
+    }
+    options.usage.add(message.model, message.usage, message.usageEstimated === true ? 'estimated' : 'provider')
+    return message
+  } finally {
+    if (message === undefined) {
+      if (reported !== undefined) options.usage.add(options.model, reported, 'partial')
+      else if (written !== '') {
+        options.usage.add(options.model, {
+          input_tokens: estimateTokens(messages),
+          output_tokens: estimateTokens({ role: 'assistant', content: written }),
+        }, 'estimated')
+      }
     }
   }
-  throw new AgentError('The model stream ended without a message')
 }
 
 /**
- * Runs the agent: yields tool_call, tool_result and token events as they happen and returns the result.
- * Several tool calls in one turn run at once. An abort stops it at once: no further model call or tool run.
+ * Runs the agent: yields step, tool_call, tool_result and token events as they happen and returns the
+ * result. Several tool calls in one turn run at once. An abort stops it at once: no further model call or
+ * tool run.
  */
 export async function * runAgent (options: AgentRunOptions): AsyncGenerator<AgentEvent, AgentResult> {
   const turns: ChatTurn[] = []
   const toolCalls: ToolCallRecord[] = []
-  const usage: Usage = { input_tokens: 0, output_tokens: 0 }
   let content = ''
-  let model = options.model
 
   for (let iteration = 0; iteration < options.maxIterations; iteration++) {
     throwIfAborted(options.signal)
+    yield { type: 'step_start' }
     const message = yield * callModel(options, [...options.messages, ...turns])
-    model = message.model
-    usage.input_tokens += message.usage.input_tokens
-    usage.output_tokens += message.usage.output_tokens
     for (const block of message.content) if (block.type === 'text') content += block.text
     turns.push({ role: 'assistant', content: message.content })
 
     const uses = message.content.filter((block): block is ToolUseBlock => block.type === 'tool_use')
     if (uses.length === 0 || message.stopReason !== 'tool_use') {
-      return { content, model, usage, toolCalls, turns }
+      yield { type: 'step_finish' }
+      return { content, model: message.model, usage: options.usage.total, toolCalls, turns }
     }
-    for (const use of uses) yield { type: 'tool_call', data: { tool: use.name, args: use.input } }
+    for (const use of uses) yield { type: 'tool_call', data: { tool: use.name, args: use.input }, callId: use.id }
     throwIfAborted(options.signal)
     const results = await Promise.all(uses.map(async (use) => {
       // A tool the caller did not enable is refused like an unknown one.
@@ -115,7 +145,13 @@ export async function * runAgent (options: AgentRunOptions): AsyncGenerator<Agen
     for (const [index, use] of uses.entries()) {
       const outcome = results[index] ?? { content: '', isError: true }
       toolCalls.push({ tool: use.name, args: use.input, result: outcome.content, is_error: outcome.isError })
-      yield { type: 'tool_result', data: { tool: use.name, content: truncateChars(outcome.content, TOOL_RESULT_PREVIEW_CHARS) } }
+      yield {
+        type: 'tool_result',
+        data: { tool: use.name, content: truncateChars(outcome.content, TOOL_RESULT_PREVIEW_CHARS) },
+        callId: use.id,
+        isError: outcome.isError,
+        output: outcome.content,
+      }
       resultBlocks.push({
         type: 'tool_result',
         tool_use_id: use.id,
@@ -124,6 +160,7 @@ export async function * runAgent (options: AgentRunOptions): AsyncGenerator<Agen
       })
     }
     turns.push({ role: 'user', content: resultBlocks })
+    yield { type: 'step_finish' }
   }
   throw new AgentError(`Agent stopped after ${options.maxIterations} model calls without a final answer (MAX_ITERATIONS)`)
 }

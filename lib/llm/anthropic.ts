@@ -136,9 +136,11 @@ class StreamAssembler {
   stopReason: string | null = null
   readonly usage: Usage = { input_tokens: 0, output_tokens: 0 }
   readonly #blocks = new Map<number, { type: 'text', text: string } | { type: 'tool_use', id: string, name: string, json: string }>()
+  readonly #onUsage: ((usage: Usage) => void) | undefined
 
-  constructor (model: string) {
+  constructor (model: string, onUsage?: (usage: Usage) => void) {
     this.model = model
+    this.#onUsage = onUsage
   }
 
   /** Applies one raw event; returns the event to yield, if it makes one. */
@@ -148,6 +150,7 @@ class StreamAssembler {
         this.model = event.message.model
         this.usage.input_tokens = event.message.usage.input_tokens
         this.usage.output_tokens = event.message.usage.output_tokens
+        this.#onUsage?.({ ...this.usage })
         return undefined
       case 'content_block_start': {
         const block = event.content_block
@@ -166,7 +169,10 @@ class StreamAssembler {
       }
       case 'message_delta':
         this.stopReason = event.delta.stop_reason
+        // A running total that replaces the last; input counts come along on newer API versions.
         this.usage.output_tokens = event.usage.output_tokens
+        if (typeof event.usage.input_tokens === 'number') this.usage.input_tokens = event.usage.input_tokens
+        this.#onUsage?.({ ...this.usage })
         return undefined
       case 'message_stop':
         return { type: 'message', message: this.#message(requestId) }
@@ -212,10 +218,10 @@ class StreamAttempt {
   /** message_stop arrived: the upstream has said everything and only the end of the response is left. */
   #complete = false
 
-  constructor (signal: AbortSignal | undefined, timeoutMs: number, model: string) {
+  constructor (signal: AbortSignal | undefined, timeoutMs: number, model: string, onUsage?: (usage: Usage) => void) {
     this.#signal = signal
     this.#timeoutMs = timeoutMs
-    this.#assembler = new StreamAssembler(model)
+    this.#assembler = new StreamAssembler(model, onUsage)
   }
 
   /** Sends the request and waits for the response headers. */
@@ -404,7 +410,7 @@ export function createAnthropicProvider (options: AnthropicProviderOptions): LLM
       try {
         // Retried only up to the first event we yield: after that the caller has seen output.
         [attempt, event] = await withRetry(async () => {
-          const candidate = new StreamAttempt(request.signal, timeoutMs, request.model)
+          const candidate = new StreamAttempt(request.signal, timeoutMs, request.model, request.onUsage)
           try {
             await candidate.open(client, params)
             return [candidate, await candidate.next()] as const

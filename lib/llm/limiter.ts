@@ -20,8 +20,11 @@ export interface Limiter {
   readonly active: number
   /** Calls waiting for a slot. */
   readonly queued: number
-  /** True when a call arriving now would be refused: every slot busy and the queue full. */
-  readonly full: boolean
+  /**
+   * Throws the 503 a call arriving now would get (every slot busy and the queue full); a stream checks it
+   * before its headers go out, so a full queue is a plain 503 a client can retry.
+   */
+  assertAvailable (): void
   /**
    * Waits for a slot, first come first served. Rejects with a 503 HttpError when the queue is
    * full, with an AbortError when `signal` fires while waiting (the waiter leaves the queue).
@@ -32,7 +35,7 @@ export interface Limiter {
 }
 
 /** The error a full queue answers: 503 `Model capacity exhausted, please retry later`, `Retry-After: 1`. */
-export function capacityError (): HttpError {
+function capacityError (): HttpError {
   return new HttpError(503, 'Model capacity exhausted, please retry later', { 'retry-after': '1' })
 }
 
@@ -56,14 +59,17 @@ export function createLimiter (options: LimiterOptions): Limiter {
   }
 
   const hasFreeSlot = (): boolean => active < maxConcurrent && waiters.length === 0
+  const assertAvailable = (): void => {
+    if (!hasFreeSlot() && waiters.length >= maxQueue) throw capacityError()
+  }
 
   const acquire = async (signal?: AbortSignal): Promise<Release> => {
     if (signal?.aborted === true) throw new AbortError(undefined, { cause: signal.reason })
+    assertAvailable()
     if (hasFreeSlot()) {
       active++
       return makeRelease()
     }
-    if (waiters.length >= maxQueue) throw capacityError()
     return await new Promise<Release>((resolve, reject) => {
       const grant = (): void => {
         signal?.removeEventListener('abort', onAbort)
@@ -82,7 +88,7 @@ export function createLimiter (options: LimiterOptions): Limiter {
   return {
     get active () { return active },
     get queued () { return waiters.length },
-    get full () { return !hasFreeSlot() && waiters.length >= maxQueue },
+    assertAvailable,
     acquire,
     async run<T> (fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
       const release = await acquire(signal)

@@ -106,6 +106,7 @@ export function createOfflineProvider (options: OfflineProviderOptions = {}): LL
         content: [block],
         stopReason: 'tool_use',
         usage: { input_tokens: inputTokens, output_tokens: estimateTokens(call.name + JSON.stringify(call.input)) },
+        usageEstimated: true,
       }
     }
     const reply = fromTools ?? `Echo: ${text}`
@@ -114,6 +115,7 @@ export function createOfflineProvider (options: OfflineProviderOptions = {}): LL
       content: [{ type: 'text', text: reply }],
       stopReason: 'end_turn',
       usage: { input_tokens: inputTokens, output_tokens: estimateTokens(reply) },
+      usageEstimated: true,
     }
   }
 

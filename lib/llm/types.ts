@@ -1,4 +1,6 @@
 // The provider interface every model backend implements (Anthropic, offline), in Messages API terms.
+import type { Static } from 'typebox'
+import type { Usage as UsageSchema } from '../../schemas/chat.js'
 
 export type Role = 'user' | 'assistant'
 
@@ -32,15 +34,23 @@ export interface ModelRequest {
   temperature?: number
   tools?: ToolSpec[]
   signal?: AbortSignal
+  /**
+   * Told the counts so far whenever the provider learns them (Anthropic: input at message start, then a
+   * running output total); each call replaces the last. A stream cut short is billed by the last one.
+   */
+  onUsage?: (usage: Usage) => void
 }
 
-export interface Usage { input_tokens: number, output_tokens: number }
+/** Token counts of a model call. */
+export type Usage = Static<typeof UsageSchema>
 
 export interface ModelResponse {
   model: string
   content: Array<TextBlock | ToolUseBlock>
   stopReason: string | null
   usage: Usage
+  /** True when `usage` is an estimate, not the provider's count (the offline model). */
+  usageEstimated?: boolean
   /** Upstream request id, when there is one. */
   requestId?: string
 }

@@ -1,5 +1,6 @@
 // Store interfaces: one in-process and one Redis implementation of each, chosen by REDIS_URL.
 import type { ChatTurn, Usage } from '../llm/types.js'
+import type { UsageSource } from '../agent/events.js'
 
 /** A session as stored: its turns (oldest first) and when it was created and last written. */
 export interface SessionRecord {
@@ -65,6 +66,8 @@ export interface ConversationRecord {
   reply: string
   model: string
   usage: Usage
+  /** Where `usage` comes from: the provider's counts, counts up to where a stream was cut, or an estimate. */
+  usageSource?: UsageSource
   /** ISO 8601, UTC. */
   timestamp: string
 }

@@ -1,11 +1,11 @@
 // The versioned layout (/api/v1, /api/v2): its own scope and error shape.
 import type { FastifyPluginAsync } from 'fastify'
-import { createErrorHandler, type LayoutOptions } from '../../plugins/error-handlers.js'
+import { createErrorHandler, type LayoutOptions } from '../../lib/http/errors.js'
 import v1Health from './v1/health.js'
 import v1Chat from './v1/chat.js'
 import v1Agent from './v1/agent.js'
 import v1UiChat from './v1/ui-chat.js'
-import v2Chat from './v2/chat.js'
+import v2Chat from './v2/multimodal-chat.js'
 
 const versionedLayout: FastifyPluginAsync<LayoutOptions> = async (app, { extraRoutes }) => {
   app.setErrorHandler(createErrorHandler('versioned', app.config.DEBUG))

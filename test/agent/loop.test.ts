@@ -104,7 +104,7 @@ test('the iteration cap: MAX_ITERATIONS model calls, then an AgentError on every
   const response = await postJson(base, '/api/v1/agent/stream', { messages: [{ role: 'user', content: 'loop forever' }] })
   t.equal(response.status, 200, 'a stream stays 200')
   const events = await readAgentEvents(response)
-  t.same(eventShape(events), ['tool_call', 'tool_result', 'tool_call', 'tool_result', 'error'])
+  t.same(eventShape(events), ['tool_call', 'tool_result', 'tool_call', 'tool_result', 'usage', 'error'])
   t.match(events.at(-1)?.data, /MAX_ITERATIONS/)
   t.notOk(events.some((e) => e.type === 'done'), 'no done after an error')
   t.equal(fake.requests.length, 2)

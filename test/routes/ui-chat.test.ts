@@ -98,8 +98,8 @@ test('a model failure before any text is a 200 stream ending with an error chunk
   const { chunks, done } = await readUiStream(response)
   t.ok(done)
   for (const chunk of chunks) t.equal(await chunkError(chunk), undefined, `${chunk.type} passes the schema`)
-  t.same(chunks.map((c) => c.type), ['start', 'error'])
-  t.match(chunks[1]?.['errorText'], /^Model call failed: .*prompt is too long/)
+  t.same(chunks.map((c) => c.type), ['start', 'start-step', 'error'])
+  t.match(chunks[2]?.['errorText'], /^Model call failed: .*prompt is too long/)
 
   fake.enqueue({ kind: 'error', status: 400, message: 'prompt is too long' })
   const chat = new TestChat({ api: `${base}${PATH}` })
@@ -142,6 +142,9 @@ test('wrong shapes are 422 with the usual body', async (t) => {
     ['wrong role', { id: 'c', messages: [{ id: 'm', role: 'robot', parts: [] }] }, ['body', 'messages', 0, 'role']],
     ['parts missing', { id: 'c', messages: [{ id: 'm', role: 'user' }] }, ['body', 'messages', 0, 'parts']],
     ['tool part without its call id', { id: 'c', messages: [{ id: 'm', role: 'assistant', parts: [{ type: `tool-${CALC}`, state: 'output-available' }] }] }, ['body', 'messages', 0, 'parts', 0, 'toolCallId']],
+    ['text part without its text', { id: 'c', messages: [{ id: 'm', role: 'user', parts: [{ type: 'text' }] }] }, ['body', 'messages', 0, 'parts', 0, 'text']],
+    ['dynamic tool part without its name', { id: 'c', messages: [{ id: 'm', role: 'assistant', parts: [{ type: 'dynamic-tool', toolCallId: 'x', state: 'output-available' }] }] }, ['body', 'messages', 0, 'parts', 0, 'toolName']],
+    ['file url not a string', { id: 'c', messages: [{ id: 'm', role: 'user', parts: [{ type: 'file', mediaType: 'image/png', url: 7 }] }] }, ['body', 'messages', 0, 'parts', 0, 'url']],
     ['bad trigger', { id: 'c', messages: [userMessage('hi')], trigger: 'explode' }, ['body', 'trigger']],
     ['1001 messages', { id: 'c', messages: Array.from({ length: 1001 }, (_, i) => userMessage('x', `m${i}`)) }, ['body', 'messages']],
     ['text one past its limit', { id: 'c', messages: [userMessage('x'.repeat(100_001))] }, ['body', 'messages', 0, 'parts', 0, 'text']],

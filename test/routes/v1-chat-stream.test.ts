@@ -85,8 +85,10 @@ test('a mid-stream failure ends the stream with [ERROR] <text>, status 200, no [
   t.match(cut[2], /^\[ERROR\] Model call failed: /)
   t.notOk(cut.includes('[DONE]'))
   t.equal(fake.requests.length, 2)
-  await sleep(20)
-  t.same(await app.stores.conversations.recent(10), [], 'failed streams are not logged')
+  // DECISIONS 13: a failed stream's tokens are logged, with where the counts come from.
+  const logged = await waitForConversations(app, 2)
+  t.same(logged.map((r) => [r.reply, r.usageSource]), [['Partial answer', 'partial'], ['Cut off', 'partial']], 'failed streams are logged with partial usage')
+  t.ok(logged.every((r) => r.usage.input_tokens > 0), 'the input counted at message start is kept')
 })
 
 test('a failure before the first chunk is retried; when every attempt fails the stream carries [ERROR]', async (t) => {

@@ -1,59 +1,12 @@
 // POST /api/v1/chat (ChatRequest with AgentRequest fields, or the simple variant) and POST /api/v1/chat/stream.
+import { randomUUID } from 'node:crypto'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { toModelConversation } from '../../../lib/chat.js'
-import { HttpError, LLMServiceError } from '../../../lib/errors.js'
-import type { ImageBlock } from '../../../lib/llm/types.js'
-import {
-  answerJson, answerStream, newConversationId, sessionStoreDown, type RunRequest,
-} from '../../../lib/respond.js'
-import { runOverSession } from '../../../lib/session-run.js'
+import { agentResponse, chatRunSpec } from '../../../lib/agent/conversation.js'
 import { textChunks } from '../../../lib/stream-formats.js'
 import {
   AgentResponse, SimpleChatResponse, SseResponse, chatRequestSchema, v1ChatBodySchema,
-  type AgentResponseBody, type ChatRequestBody, type SimpleChatBody,
 } from '../../../schemas/chat.js'
 import { modelErrorResponses } from '../../../schemas/common.js'
-
-/** The run a ChatRequest (or MultimodalRequest) asks for; `defaultTools` when it names none. */
-export function runRequestFor (app: FastifyInstance, body: ChatRequestBody, defaultTools: readonly string[], images: ImageBlock[] = []): RunRequest {
-  const { system, turns } = toModelConversation(body.messages, images)
-  return {
-    model: body.model ?? app.config.defaultModel,
-    system,
-    messages: turns,
-    maxTokens: body.max_tokens ?? app.config.MAX_TOKENS,
-    temperature: body.temperature ?? app.config.MODEL_TEMPERATURE,
-    enabledTools: body.tools ?? defaultTools,
-  }
-}
-
-/** JSON answer of the versioned layout: model failures are 502 `{detail: "Model call failed: ..."}`. */
-export async function answerAgentJson (
-  app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, run: RunRequest, conversationId = request.id
-): Promise<AgentResponseBody> {
-  try {
-    const result = await answerJson(app, request, reply, run, conversationId)
-    return {
-      content: result.content,
-      model: result.model,
-      usage: result.usage,
-      tool_calls: result.toolCalls.length > 0 ? result.toolCalls : null,
-    }
-  } catch (error) {
-    if (error instanceof LLMServiceError) throw new HttpError(502, `Model call failed: ${error.message}`)
-    throw error
-  }
-}
-
-/** The simple variant: one message in, the reply and a conversation id out; the id continues the conversation. */
-async function answerSimple (app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, body: SimpleChatBody) {
-  const conversationId = body.conversation_id ?? newConversationId()
-  const { run, remember } = await runOverSession(app, request, conversationId, body.message, [])
-  const response = await answerAgentJson(app, request, reply, run, conversationId)
-  await remember([{ role: 'assistant', content: response.content }]).catch(sessionStoreDown)
-  return { reply: response.content, conversation_id: conversationId }
-}
 
 const chatRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const models = app.config.models
@@ -70,13 +23,22 @@ const chatRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
   }, async (request, reply) => {
     const body = request.body
-    if ('message' in body) return await answerSimple(app, request, reply, body)
-    const run = runRequestFor(app, body, [])
+    if ('message' in body) {
+      // The simple variant: one message in, the reply out; its conversation continues under its id.
+      const conversationId = body.conversation_id ?? randomUUID()
+      const result = await app.agent.json(request, reply, {
+        messages: [{ role: 'user', content: body.message }],
+        tools: [],
+        memory: { id: conversationId, save: 'reply' },
+      })
+      return { reply: result.content, conversation_id: conversationId }
+    }
+    const spec = chatRunSpec(body, [])
     if (body.stream === true) {
-      await answerStream(app, request, reply, run, textChunks)
+      await app.agent.stream(request, reply, spec, textChunks)
       return reply
     }
-    return await answerAgentJson(app, request, reply, run)
+    return agentResponse(await app.agent.json(request, reply, spec))
   })
 
   app.post('/chat/stream', {
@@ -89,8 +51,7 @@ const chatRoutes: FastifyPluginAsyncTypebox = async (app) => {
       response: { 200: SseResponse, ...modelErrorResponses },
     },
   }, async (request, reply) => {
-    const run = runRequestFor(app, request.body, [])
-    await answerStream(app, request, reply, run, textChunks)
+    await app.agent.stream(request, reply, chatRunSpec(request.body, []), textChunks)
     return reply
   })
 }

@@ -1,14 +1,12 @@
 // POST /api/v1/ui/chat: the AI SDK's useChat protocol (DECISIONS section 16): UI messages in, a UI message stream out.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { randomUUID } from 'node:crypto'
-import { answerStream, type RunRequest } from '../../../lib/respond.js'
-import { TOOL_NAMES } from '../../../lib/tools/registry.js'
 import { UI_MESSAGE_STREAM_HEADER, UI_MESSAGE_STREAM_VERSION, createUiMessageStream } from '../../../lib/ui-message-stream.js'
 import { uiMessagesToTurns } from '../../../lib/ui-messages.js'
 import { MAX_IMAGE_BYTES, MAX_IMAGES, SseResponse } from '../../../schemas/chat.js'
 import { modelErrorResponses } from '../../../schemas/common.js'
 import { uiChatRequestSchema } from '../../../schemas/ui.js'
-import { V2_BODY_LIMIT } from '../v2/chat.js'
+import { V2_BODY_LIMIT } from '../v2/multimodal-chat.js'
 
 /** Characters of message text a request may carry in all (DECISIONS section 4). */
 export const MAX_UI_CHARS = 4_000_000
@@ -39,17 +37,9 @@ const uiChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
       maxChars: MAX_UI_CHARS,
     })
     if (Object.keys(ignored).length > 0) request.log.info({ chatId: body.id, ignored }, 'ui chat: message parts ignored')
-    const run: RunRequest = {
-      model: body.model ?? app.config.defaultModel,
-      system,
-      messages: turns,
-      maxTokens: app.config.MAX_TOKENS,
-      temperature: app.config.MODEL_TEMPERATURE,
-      enabledTools: TOOL_NAMES,
-    }
     reply.header(UI_MESSAGE_STREAM_HEADER, UI_MESSAGE_STREAM_VERSION)
     const format = createUiMessageStream({ messageId: randomUUID() })
-    await answerStream(app, request, reply, run, format, { conversationId: body.id })
+    await app.agent.stream(request, reply, { model: body.model, system, messages: turns, tools: 'all', conversationId: body.id }, format)
     return reply
   })
 }

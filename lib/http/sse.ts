@@ -10,6 +10,9 @@ export const SSE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
   Connection: 'keep-alive',
 })
 
+/** One payload, or several sent in order. */
+export type Payloads = string | readonly string[]
+
 /** Options of {@link openSseStream}. */
 export interface SseStreamOptions {
   /** Send a `: ping` comment after this many idle milliseconds; 0 or less disables it. */
@@ -17,7 +20,7 @@ export interface SseStreamOptions {
   /** Registry the stream joins while open, so shutdown can end it ({@link SseRegistry.closeAll}). */
   registry?: SseRegistry
   /** Turns an error text into this route's error payload(s) (e.g. `m => '[ERROR] ' + m`); used on shutdown. */
-  formatError?: (message: string) => string | readonly string[]
+  formatError?: (message: string) => Payloads
 }
 
 /** An open SSE response. Payloads are plain strings; the route chooses their form. */
@@ -39,12 +42,12 @@ export interface SseWriter {
   /** Ends the response normally; idempotent, safe in `finally`. Does not abort `signal`. */
   end (): void
   /**
-   * Ends the stream from the server side: writes `finalPayload` if given (several messages for a list;
-   * no drain wait), aborts `signal` with `reason`, ends the response. Idempotent.
+   * Ends the stream from the server side: writes `finalPayload` if given (no drain wait),
+   * aborts `signal` with `reason`, ends the response. Idempotent.
    */
-  close (finalPayload?: string | readonly string[], reason?: unknown): void
+  close (finalPayload?: Payloads, reason?: unknown): void
   /** This route's error payload(s) for `message`, or undefined when the route gave no `formatError`. */
-  formatError (message: string): string | readonly string[] | undefined
+  formatError (message: string): Payloads | undefined
 }
 
 /** The set of open streams, for graceful shutdown. */
@@ -59,7 +62,7 @@ export interface SseRegistry {
    * Closes every open stream, first sending it `finalPayloadFor(writer)` when that is not undefined.
    * Their signals abort. Returns how many streams were closed.
    */
-  closeAll (finalPayloadFor?: (writer: SseWriter) => string | readonly string[] | undefined): number
+  closeAll (finalPayloadFor?: (writer: SseWriter) => Payloads | undefined): number
 }
 
 /** Creates an empty {@link SseRegistry}. */
@@ -101,7 +104,7 @@ class SseStream implements SseWriter {
   readonly #res: ServerResponse
   readonly #controller = new AbortController()
   readonly #registry: SseRegistry | undefined
-  readonly #formatError: ((message: string) => string | readonly string[]) | undefined
+  readonly #formatError: ((message: string) => Payloads) | undefined
   readonly #heartbeatMs: number
   #timer: NodeJS.Timeout | undefined
   /** performance.now() of the last write: the heartbeat checks it instead of being restarted by every write. */
@@ -151,7 +154,7 @@ class SseStream implements SseWriter {
     if (!this.#res.writableEnded && !this.#res.destroyed) this.#res.end()
   }
 
-  close (finalPayload?: string | readonly string[], reason?: unknown): void {
+  close (finalPayload?: Payloads, reason?: unknown): void {
     if (this.#ended) return
     if (finalPayload !== undefined && !this.#closed) {
       this.#write(typeof finalPayload === 'string' ? frameSse(finalPayload) : finalPayload.map(frameSse).join(''))
@@ -160,7 +163,7 @@ class SseStream implements SseWriter {
     this.end()
   }
 
-  formatError (message: string): string | readonly string[] | undefined {
+  formatError (message: string): Payloads | undefined {
     return this.#formatError?.(message)
   }
 

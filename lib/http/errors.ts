@@ -1,7 +1,8 @@
-// Error handlers of the two layouts (SPEC section 7, DECISIONS section 4): same mapping, different 500 shapes.
+// The one error mapping of each layout (SPEC section 7, DECISIONS sections 4 and 8): HTTP answers and in-stream texts.
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
-import { AgentError, HttpError, LLMServiceError } from '../lib/errors.js'
-import { RequestValidationError, toValidationIssues, type ValidationIssue } from '../lib/validation.js'
+import { AgentError, HttpError, LLMServiceError } from '../errors.js'
+import { isAbortError } from '../llm/abort.js'
+import { RequestValidationError, toValidationIssues, type ValidationIssue } from '../validation.js'
 
 export type Layout = 'versioned' | 'unversioned'
 
@@ -11,8 +12,21 @@ export interface LayoutOptions { extraRoutes?: FastifyPluginAsync | undefined }
 /** Fastify's own client errors that mean "the body is not valid JSON" (422 as a validation failure). */
 const JSON_BODY_ERRORS = new Set(['FST_ERR_CTP_INVALID_JSON_BODY', 'FST_ERR_CTP_EMPTY_JSON_BODY'])
 
+/**
+ * A failed model call answers 502 in the versioned layout (DECISIONS 8) and 500 in the unversioned one
+ * (SPEC 4.2), both `{detail: "Model call failed: <error text>"}`.
+ */
+const MODEL_FAILURE_STATUS: Record<Layout, number> = { versioned: 502, unversioned: 500 }
+
 function bodyIssue (msg: string, type: string): ValidationIssue[] {
   return [{ loc: ['body'], msg, type }]
+}
+
+/** The text a client may see for an error inside a stream, in any layout (no internals for unexpected errors). */
+export function publicErrorText (error: unknown): string {
+  if (error instanceof LLMServiceError) return `Model call failed: ${error.message}`
+  if (error instanceof AgentError || error instanceof HttpError) return error.message
+  return 'Internal server error'
 }
 
 /** Builds the error handler of a layout; `debug` puts stack traces in unversioned 500 bodies. */
@@ -42,13 +56,17 @@ export function createErrorHandler (layout: Layout, debug: boolean) {
       return reply.code(error.statusCode).headers(error.headers).send({ detail: error.message })
     }
     if (error instanceof LLMServiceError) {
-      request.log.warn({ err: error }, 'model service error')
+      request.log.warn({ err: error }, 'model call failed')
       if (error.retryAfter !== undefined) reply.header('retry-after', String(Math.ceil(error.retryAfter)))
-      return reply.code(error.statusCode).send({ error: 'LLM service error', detail: error.message })
+      return reply.code(MODEL_FAILURE_STATUS[layout]).send({ detail: publicErrorText(error) })
     }
     if (error instanceof AgentError) {
       request.log.error({ err: error }, 'agent error')
       return reply.code(500).send({ error: error.name, message: error.message })
+    }
+    if (isAbortError(error)) {
+      // The client left before its answer: nobody reads this, the log and metrics record 499.
+      return reply.code(499).send({ detail: 'Client closed the request' })
     }
     const status = fastifyError.statusCode
     if (status !== undefined && status >= 400 && status < 500) {

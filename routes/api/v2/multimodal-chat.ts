@@ -1,13 +1,12 @@
 // POST /api/v2/chat: MultimodalRequest, images attached to the last user message; answers like /api/v1/chat.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { agentResponse, chatRunSpec } from '../../../lib/agent/conversation.js'
 import { parseImage } from '../../../lib/images.js'
 import type { ImageBlock } from '../../../lib/llm/types.js'
-import { answerStream } from '../../../lib/respond.js'
 import { textChunks } from '../../../lib/stream-formats.js'
 import { RequestValidationError, type ValidationIssue } from '../../../lib/validation.js'
 import { AgentResponse, MAX_IMAGE_BYTES, MAX_IMAGE_CHARS, MAX_IMAGES, SseResponse, multimodalRequestSchema } from '../../../schemas/chat.js'
 import { modelErrorResponses } from '../../../schemas/common.js'
-import { answerAgentJson, runRequestFor } from '../v1/chat.js'
 
 /** Room for every image at its largest plus the messages. */
 export const V2_BODY_LIMIT = MAX_IMAGES * MAX_IMAGE_CHARS + 2 * 1024 * 1024
@@ -33,12 +32,12 @@ const v2ChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
       else issues.push(parsed.issue)
     }
     if (issues.length > 0) throw new RequestValidationError(issues)
-    const run = runRequestFor(app, body, [], images)
+    const spec = chatRunSpec(body, [], images)
     if (body.stream === true) {
-      await answerStream(app, request, reply, run, textChunks)
+      await app.agent.stream(request, reply, spec, textChunks)
       return reply
     }
-    return await answerAgentJson(app, request, reply, run)
+    return agentResponse(await app.agent.json(request, reply, spec))
   })
 }
 

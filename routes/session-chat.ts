@@ -1,20 +1,13 @@
 // Unversioned POST /chat and POST /chat/stream: the agent with all tools and per-session memory.
+import { randomUUID } from 'node:crypto'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import { Type, type Static } from 'typebox'
+import type { RunSpec } from '../lib/agent/spec.js'
 import { assertAllowedContent } from '../lib/content-policy.js'
-import { HttpError, LLMServiceError } from '../lib/errors.js'
-import type { AgentResult } from '../lib/agent/run.js'
-import {
-  answerJson, answerStream, newConversationId, publicErrorText, sessionStoreDown,
-} from '../lib/respond.js'
-import { runOverSession } from '../lib/session-run.js'
 import { sessionChunks } from '../lib/stream-formats.js'
-import { TOOL_NAMES } from '../lib/tools/registry.js'
 import { SessionChatRequest, SessionChatResponse, SseResponse } from '../schemas/chat.js'
 import { modelErrorResponses } from '../schemas/common.js'
-
-type Body = Static<typeof SessionChatRequest>
 
 /**
  * A failed POST /chat is 500 `{detail}` (SPEC section 4.2), besides the shared 500 bodies. `DetailError`
@@ -25,28 +18,24 @@ const chatErrorResponses = {
   500: Type.Union([Type.Ref('InternalErrorBody'), Type.Ref('AgentErrorBody'), Type.Ref('DetailError')]),
 }
 
-/** Checks the message and loads the session (a new id when none was given) with all tools enabled. */
-async function prepare (app: FastifyInstance, request: FastifyRequest, body: Body) {
+/** Checks the message; the run continues session `session_id` (a new one when none was given) with every tool. */
+function sessionRun (body: Static<typeof SessionChatRequest>): { sessionId: string, spec: RunSpec } {
   assertAllowedContent(body.message, ['body', 'message'])
-  const sessionId = body.session_id ?? newConversationId()
-  return { sessionId, ...await runOverSession(app, request, sessionId, body.message, TOOL_NAMES) }
-}
-
-async function answerSessionStream (app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, body: Body) {
-  const { sessionId, run, remember } = await prepare(app, request, body)
-  reply.header('x-session-id', sessionId)
-  // The session is saved before [DONE], so a client that continues the moment it reads [DONE] finds it.
-  await answerStream(app, request, reply, run, sessionChunks, {
-    conversationId: sessionId,
-    beforeDone: async (finished) => {
-      await remember(finished.turns)
-        .catch((error: unknown) => request.log.error({ err: error }, 'session save failed during stream'))
-    },
-  })
-  return reply
+  const sessionId = body.session_id ?? randomUUID()
+  return {
+    sessionId,
+    spec: { messages: [{ role: 'user', content: body.message }], tools: 'all', memory: { id: sessionId, save: 'turns' } },
+  }
 }
 
 const sessionChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const answerStream = async (request: FastifyRequest, reply: FastifyReply, body: Static<typeof SessionChatRequest>) => {
+    const { sessionId, spec } = sessionRun(body)
+    reply.header('x-session-id', sessionId)
+    await app.agent.stream(request, reply, spec, sessionChunks)
+    return reply
+  }
+
   app.post('/chat', {
     config: { chatRateLimit: true },
     schema: {
@@ -58,19 +47,10 @@ const sessionChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
       response: { 200: { ...SseResponse, content: { 'application/json': { schema: SessionChatResponse }, ...SseResponse.content } }, ...chatErrorResponses },
     },
   }, async (request, reply) => {
-    if (request.body.stream === true) return await answerSessionStream(app, request, reply, request.body)
+    if (request.body.stream === true) return await answerStream(request, reply, request.body)
     const started = performance.now()
-    const { sessionId, run, remember } = await prepare(app, request, request.body)
-    let result: AgentResult
-    try {
-      result = await answerJson(app, request, reply, run, sessionId)
-    } catch (error) {
-      // SPEC section 4.2: a failed model call on /chat is 500 with the error text as detail; agent errors
-      // and our own HTTP errors (503 capacity, 499) keep their shapes.
-      if (error instanceof LLMServiceError) throw new HttpError(500, publicErrorText(error))
-      throw error
-    }
-    await remember(result.turns).catch(sessionStoreDown)
+    const { sessionId, spec } = sessionRun(request.body)
+    const result = await app.agent.json(request, reply, spec)
     return {
       content: result.content,
       session_id: sessionId,
@@ -89,7 +69,7 @@ const sessionChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
       body: SessionChatRequest,
       response: { 200: SseResponse, ...modelErrorResponses },
     },
-  }, async (request, reply) => answerSessionStream(app, request, reply, request.body))
+  }, async (request, reply) => answerStream(request, reply, request.body))
 }
 
 export default sessionChatRoutes

@@ -1,0 +1,24 @@
+// What a route asks of an agent run (the agent plugin fills in the rest from the configuration).
+import type { ChatTurn } from '../llm/types.js'
+
+/** What a route asks of a run; every field it leaves out takes the configured default. */
+export interface RunSpec {
+  /** Model as clients name it; default MODEL_NAME. */
+  model?: string | undefined
+  system?: string | undefined
+  /** The request's turns: the whole conversation, or the new turns of a stored one (`memory`). */
+  messages: ChatTurn[]
+  /** Default MAX_TOKENS. */
+  maxTokens?: number | undefined
+  /** Default MODEL_TEMPERATURE. */
+  temperature?: number | undefined
+  /** Tools the model may call: names, or `all` for every tool the registry holds when the run starts. */
+  tools: readonly string[] | 'all'
+  /**
+   * A stored conversation of the caller to continue: its turns go before `messages`, and after the run
+   * `messages` plus the run's turns (`turns`) or just its reply text (`reply`) are saved and trimmed.
+   */
+  memory?: { id: string, save: 'turns' | 'reply' } | undefined
+  /** What the conversation log files the exchange under when there is no `memory`; default the request id. */
+  conversationId?: string | undefined
+}

@@ -1,0 +1,183 @@
+// Agent plugin: the one owner of an agent run (options, capacity, session memory, the run, tokens, the conversation log, events out).
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import { runAgent, runAgentToEnd, type AgentResult, type AgentRunOptions } from '../lib/agent/run.js'
+import { UsageTally } from '../lib/agent/usage.js'
+import type { RunSpec } from '../lib/agent/spec.js'
+import { AgentError, HttpError, LLMServiceError, sessionStoreDown } from '../lib/errors.js'
+import { publicErrorText } from '../lib/http/errors.js'
+import { openSseStream } from '../lib/http/sse.js'
+import { isAbortError } from '../lib/llm/abort.js'
+import type { ChatTurn } from '../lib/llm/types.js'
+import { withoutImageBytes } from '../lib/stores/conversation-entry.js'
+import type { StreamFormat } from '../lib/stream-formats.js'
+
+/** A run made ready: its options, and who and what it is logged under. */
+interface PreparedRun {
+  spec: RunSpec
+  options: Omit<AgentRunOptions, 'streaming' | 'signal'>
+  usage: UsageTally
+  owner: string
+  conversationId: string
+}
+
+/** Aborts when the client goes away before the JSON answer is sent, so the model call stops too. */
+function disconnectSignal (request: FastifyRequest, reply: FastifyReply): AbortSignal {
+  const controller = new AbortController()
+  reply.raw.once('close', () => { if (!reply.raw.writableEnded) controller.abort() })
+  request.raw.once('aborted', () => controller.abort())
+  return controller.signal
+}
+
+function createAgent (app: FastifyInstance) {
+  const { config, stores, metrics } = app
+
+  async function prepare (request: FastifyRequest, spec: RunSpec): Promise<PreparedRun> {
+    const owner = request.identity
+    const history = spec.memory === undefined
+      ? []
+      : (await stores.sessions.get(owner, spec.memory.id).catch(sessionStoreDown))?.turns ?? []
+    const model = spec.model ?? config.defaultModel
+    const usage = new UsageTally(model)
+    return {
+      spec,
+      usage,
+      owner,
+      conversationId: spec.memory?.id ?? spec.conversationId ?? request.id,
+      options: {
+        provider: app.llm.provider,
+        tools: app.tools,
+        enabledTools: spec.tools === 'all' ? app.tools.names() : spec.tools,
+        model,
+        system: spec.system,
+        messages: history.length === 0 ? spec.messages : [...history, ...spec.messages],
+        maxTokens: spec.maxTokens ?? config.MAX_TOKENS,
+        temperature: spec.temperature ?? config.MODEL_TEMPERATURE,
+        maxIterations: config.MAX_ITERATIONS,
+        usage,
+        onToolRun: (tool, isError) => {
+          // Model-chosen names are unbounded: unknown ones share one label value.
+          metrics.toolCalls.inc({ tool: app.tools.has(tool) ? tool : 'unknown', outcome: isError ? 'error' : 'ok' })
+        },
+      },
+    }
+  }
+
+  /** Saves the new turns of a run over stored memory, then trims it to MEMORY_MAX_TOKENS. */
+  async function remember (run: PreparedRun, result: AgentResult): Promise<void> {
+    const memory = run.spec.memory
+    if (memory === undefined) return
+    const added: ChatTurn[] = memory.save === 'reply' ? [{ role: 'assistant', content: result.content }] : result.turns
+    await stores.sessions.append(run.owner, memory.id, [...run.spec.messages, ...added])
+    await stores.sessions.trim(run.owner, memory.id, config.MEMORY_MAX_TOKENS)
+  }
+
+  /** Counts a run's tokens by model, however it ended (a failed or cut call counts what it used). */
+  function countTokens (run: PreparedRun): void {
+    for (const [model, usage] of run.usage.byModel()) {
+      metrics.llmTokens.inc({ model, type: 'input' }, usage.input_tokens)
+      metrics.llmTokens.inc({ model, type: 'output' }, usage.output_tokens)
+    }
+  }
+
+  /**
+   * Writes the exchange to the conversation log once the response is out, with the usage and its source
+   * (DECISIONS 13: a stream that was left, cancelled or failed is logged too). A failure is only logged.
+   */
+  function logConversation (request: FastifyRequest, reply: FastifyReply, run: PreparedRun, text: string): void {
+    const write = () => {
+      stores.conversations.write({
+        identity: run.owner,
+        conversationId: run.conversationId,
+        messages: withoutImageBytes(run.options.messages),
+        reply: text,
+        model: run.usage.model,
+        usage: run.usage.total,
+        usageSource: run.usage.source,
+        timestamp: new Date().toISOString(),
+      }).catch((error: unknown) => { request.log.error({ err: error }, 'conversation log write failed') })
+    }
+    if (reply.raw.writableFinished) setImmediate(write)
+    else reply.raw.once('close', write)
+  }
+
+  return {
+    /**
+     * Runs the agent for a JSON answer: memory loaded and saved (a store failure is a 503), tokens counted,
+     * the exchange logged once the answer is out. Model and agent failures are thrown for the layout's error
+     * handler; a client that leaves aborts the model call.
+     */
+    async json (request: FastifyRequest, reply: FastifyReply, spec: RunSpec): Promise<AgentResult> {
+      const run = await prepare(request, spec)
+      let result: AgentResult
+      try {
+        result = await runAgentToEnd({ ...run.options, streaming: false, signal: disconnectSignal(request, reply) })
+      } finally {
+        countTokens(run)
+      }
+      await remember(run, result).catch(sessionStoreDown)
+      logConversation(request, reply, run, result.content)
+      return result
+    },
+
+    /**
+     * Runs the agent as an SSE stream in `format`. A full model queue or a store failure is a plain HTTP
+     * error before the stream opens; after it, errors travel inside the stream (the usage, where the format
+     * carries it, before every ending) and end it. Memory is saved before the done message, so a client that
+     * continues the moment it reads it finds its turn.
+     */
+    async stream (request: FastifyRequest, reply: FastifyReply, spec: RunSpec, format: StreamFormat): Promise<void> {
+      app.llm.limiter.assertAvailable()
+      const run = await prepare(request, spec)
+      const sse = openSseStream(request, reply, {
+        heartbeatMs: config.SSE_HEARTBEAT_SECONDS * 1000,
+        registry: app.streams,
+        formatError: (message) => format.error(message, run.usage.report()),
+      })
+      let text = ''
+      try {
+        const events = runAgent({ ...run.options, streaming: true, signal: sse.signal })
+        let step = await events.next()
+        while (step.done !== true) {
+          const event = step.value
+          if (event.type === 'token') text += event.data
+          const payload = format.event(event)
+          if (typeof payload === 'string') {
+            // Await only when the client is not keeping up (no extra microtask per token otherwise).
+            const drained = sse.trySend(payload)
+            if (drained !== undefined) await drained
+          } else if (payload !== null) {
+            for (const one of payload) await sse.send(one)
+          }
+          step = await events.next()
+        }
+        await remember(run, step.value)
+          .catch((error: unknown) => request.log.error({ err: error }, 'session save failed during stream'))
+        for (const payload of format.done(run.usage.report())) await sse.send(payload)
+      } catch (error) {
+        if (sse.signal.aborted || isAbortError(error)) {
+          request.log.info('stream ended: client disconnected')
+        } else {
+          const expected = error instanceof LLMServiceError || error instanceof AgentError || error instanceof HttpError
+          request.log[expected ? 'warn' : 'error']({ err: error }, 'stream failed')
+          for (const payload of format.error(publicErrorText(error), run.usage.report())) await sse.send(payload)
+        }
+      } finally {
+        sse.end()
+        countTokens(run)
+        logConversation(request, reply, run, text)
+      }
+    },
+  }
+}
+
+/** The agent decorator's type. */
+export type Agent = ReturnType<typeof createAgent>
+
+declare module 'fastify' {
+  interface FastifyInstance { agent: Agent }
+}
+
+export default fp(async (app) => {
+  app.decorate('agent', createAgent(app))
+}, { name: 'agent', dependencies: ['config', 'stores', 'metrics', 'tools', 'llm', 'streams', 'auth'], fastify: '5.x' })
