@@ -2,7 +2,7 @@
 import { test } from 'tap'
 import { DefaultChatTransport, readUIMessageStream, type UIMessage } from 'ai'
 import { buildTestApp } from '../helpers/app.js'
-import { ROOMY_LIMITS, buildFakeApp, listen, postJson, upstreamMessages } from '../helpers/agent.js'
+import { ROOMY_LIMITS, buildFakeApp, eventually, listen, postJson, upstreamMessages } from '../helpers/agent.js'
 import { assertSseHeaders } from '../helpers/sse-client.js'
 import { TestChat, chunkError, chunkShape, deltaText, readUiStream } from '../helpers/ui-chat.js'
 
@@ -236,4 +236,32 @@ test('auth and CORS as the other chat routes', async (t) => {
   t.equal(streamed.headers.get('access-control-allow-origin'), 'http://app.example', 'the stream keeps the CORS headers')
   t.ok(streamed.headers.get('x-ratelimit-limit'), 'and the rate-limit headers')
   await readUiStream(streamed)
+})
+
+test('a failing tool is a tool-output-error chunk; Chat marks the part output-error and the run goes on', async (t) => {
+  const { base } = await offlineApp(t)
+  const { chunks } = await readUiStream(await postJson(base, PATH, body([userMessage('what is 1/0')])))
+  for (const chunk of chunks) t.equal(await chunkError(chunk), undefined, `${chunk.type} passes the schema`)
+  const failed = chunks.find((c) => c.type === 'tool-output-error')
+  t.match(failed?.['errorText'], /^Calculation error/)
+  t.notOk(chunks.some((c) => c.type === 'tool-output-available'))
+  t.match(chunks.at(-1), { type: 'finish', messageMetadata: { model: 'offline', usage: { source: 'estimated' } } })
+
+  const chat = new TestChat({ api: `${base}${PATH}` })
+  await chat.sendMessage({ text: 'what is 1/0' })
+  t.match(chat.all.at(-1)?.parts.find((p) => p.type === `tool-${CALC}`), { state: 'output-error', errorText: /^Calculation error/ })
+  t.equal(chat.status, 'ready')
+})
+
+test('a client that leaves mid-stream aborts the model call', async (t) => {
+  const { app, fake } = await buildFakeApp(t)
+  const base = await listen(app)
+  fake.enqueue({ kind: 'text', text: 'one two three four five six seven eight', chunkDelayMs: 200 })
+  const controller = new AbortController()
+  const response = await postJson(base, PATH, body([userMessage('hi')]), { signal: controller.signal })
+  const reader = response.body?.getReader()
+  const first = await reader?.read()
+  t.match(new TextDecoder().decode(first?.value), /"type":"start"/)
+  controller.abort()
+  t.ok(await eventually(() => fake.requests[0]?.aborted === true), 'the upstream request was aborted')
 })
