@@ -2,7 +2,7 @@
 import { test } from 'tap'
 import type { Page } from 'playwright-core'
 import { buildTestApp } from './helpers/app.js'
-import { ROOMY_LIMITS, listen } from './helpers/agent.js'
+import { ROOMY_LIMITS, buildFakeApp, listen } from './helpers/agent.js'
 import { launchBrowser, screenshotPath } from './helpers/browser.js'
 import { PLAYGROUND_CSP } from '../routes/playground.js'
 
@@ -126,4 +126,30 @@ test('in Chromium: a missing key is shown as text; with the key the chat works',
   await page.getByRole('button', { name: 'Send' }).click()
   await page.locator('.msg.assistant .bubble', { hasText: 'Echo: hello' }).waitFor()
   t.ok(await alert.isHidden(), 'the error is cleared by the next send')
+})
+
+test('in Chromium: a reload during a reply picks the reply up again (reconnect route) and finishes it once', async (t) => {
+  const browser = await launchBrowser(t)
+  if (browser === null) return
+  const { app, fake } = await buildFakeApp(t, ROOMY_LIMITS)
+  const base = await listen(app)
+  const words = Array.from({ length: 24 }, (_, i) => `word${i + 1}`).join(' ')
+  fake.enqueue({ kind: 'text', text: words, chunkDelayMs: 120 })
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } })
+  t.teardown(() => context.close())
+  const page = await context.newPage()
+  const errors = watchErrors(page)
+  await page.goto(`${base}/playground`)
+  await page.getByRole('textbox', { name: 'Message' }).fill('tell me a long story')
+  await page.getByRole('button', { name: 'Send' }).click()
+  await page.locator('.msg.assistant .bubble', { hasText: 'word3' }).waitFor()
+  t.notOk(await page.locator('.msg.assistant .bubble', { hasText: 'word24' }).count(), 'reloading while the reply is still streaming')
+  await page.reload()
+  await page.locator('.msg.assistant .bubble', { hasText: 'word24' }).waitFor()
+  t.equal(await page.locator('.msg.assistant .bubble').textContent(), words, 'the whole reply, once, after the reload')
+  t.equal(await page.locator('.msg.assistant').count(), 1, 'one assistant message (the replay replaced the partial one)')
+  t.equal(await page.locator('.msg.user .bubble').textContent(), 'tell me a long story')
+  t.equal(fake.requests.length, 1, 'the model was called once: the reload followed the same run')
+  await page.screenshot({ path: screenshotPath('desktop-resumed') })
+  t.same(errors, [], 'no page errors')
 })

@@ -18,7 +18,8 @@ const keyInput = /** @type {HTMLInputElement} */ ($('api-key'))
 /**
  * @typedef {{ type: string, text?: string, state?: string, toolCallId?: string, toolName?: string,
  *   input?: unknown, output?: unknown, errorText?: string }} Part
- * @typedef {{ id: string, role: 'user' | 'assistant', parts: Part[], interrupted?: boolean }} Message
+ * @typedef {{ model?: string, usage?: { input_tokens: number, output_tokens: number } }} Metadata
+ * @typedef {{ id: string, role: 'user' | 'assistant', parts: Part[], metadata?: Metadata, interrupted?: boolean }} Message
  */
 
 /** @type {{ chatId: string, messages: Message[], busy: boolean, controller: AbortController | null, cancelUrl: string | null }} */
@@ -143,6 +144,11 @@ function renderMessage (message, streaming) {
   })
   if (message.role === 'assistant' && parts.length === 0 && streaming) node.append(el('div', 'bubble streaming', ''))
   if (message.interrupted) node.append(el('p', 'notice', 'Reply interrupted.'))
+  const meta = message.metadata
+  if (meta && meta.model) {
+    const usage = meta.usage ? ` · ${meta.usage.input_tokens} in / ${meta.usage.output_tokens} out tokens` : ''
+    node.append(el('p', 'meta', `${meta.model}${usage}`))
+  }
   return node
 }
 
@@ -250,6 +256,7 @@ async function consume (response, signal) {
         render()
         return 'error'
       case 'finish':
+        if (chunk.messageMetadata) message.metadata = chunk.messageMetadata
         save()
         render()
         return 'finished'
