@@ -2,7 +2,8 @@
 import { test } from 'tap'
 import type { Page } from 'playwright-core'
 import { buildTestApp } from './helpers/app.js'
-import { ROOMY_LIMITS, buildFakeApp, listen } from './helpers/agent.js'
+import { ROOMY_LIMITS } from './helpers/agent.js'
+import { buildFakeApp, listen } from './helpers/fake-app.js'
 import { launchBrowser, screenshotPath } from './helpers/browser.js'
 import { PLAYGROUND_CSP } from '../routes/playground.js'
 
@@ -60,7 +61,7 @@ for (const viewport of VIEWPORTS) {
     const browser = await launchBrowser(t)
     if (browser === null) return
     const { app } = await buildTestApp(t, { ...ROOMY_LIMITS, MODELS: 'offline-a,offline-b' })
-    const base = await listen(app)
+    const base = await listen(t, app)
     const context = await browser.newContext({ viewport: { width: viewport.width, height: viewport.height } })
     t.teardown(() => context.close())
     const page = await context.newPage()
@@ -108,7 +109,7 @@ test('in Chromium: a missing key is shown as text; with the key the chat works',
   const browser = await launchBrowser(t)
   if (browser === null) return
   const { app } = await buildTestApp(t, { ...ROOMY_LIMITS, API_KEYS: 'secret-key' })
-  const base = await listen(app)
+  const base = await listen(t, app)
   const context = await browser.newContext({ viewport: { width: 390, height: 844 } })
   t.teardown(() => context.close())
   const page = await context.newPage()
@@ -132,7 +133,7 @@ test('in Chromium: a reload during a reply picks the reply up again (reconnect r
   const browser = await launchBrowser(t)
   if (browser === null) return
   const { app, fake } = await buildFakeApp(t, ROOMY_LIMITS)
-  const base = await listen(app)
+  const base = await listen(t, app)
   const words = Array.from({ length: 24 }, (_, i) => `word${i + 1}`).join(' ')
   fake.enqueue({ kind: 'text', text: words, chunkDelayMs: 120 })
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } })

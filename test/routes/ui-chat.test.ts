@@ -2,7 +2,8 @@
 import { test } from 'tap'
 import { DefaultChatTransport, readUIMessageStream, type UIMessage } from 'ai'
 import { buildTestApp } from '../helpers/app.js'
-import { ROOMY_LIMITS, buildFakeApp, eventually, listen, postJson, upstreamMessages } from '../helpers/agent.js'
+import { ROOMY_LIMITS, eventually, upstreamMessages } from '../helpers/agent.js'
+import { buildFakeApp, listen, postJson } from '../helpers/fake-app.js'
 import { assertSseHeaders } from '../helpers/sse-client.js'
 import { TestChat, chunkError, chunkShape, deltaText, readUiStream } from '../helpers/ui-chat.js'
 
@@ -17,12 +18,12 @@ const body = (messages: unknown[], extra: Record<string, unknown> = {}) => ({ id
 
 async function offlineApp (t: Teardown, env: Record<string, string> = {}) {
   const { app, logs } = await buildTestApp(t, { ...ROOMY_LIMITS, ...env })
-  return { app, logs, base: await listen(app) }
+  return { app, logs, base: await listen(t, app) }
 }
 
 test('offline "what is 2+3": every chunk passes the ai schema, in protocol order, then [DONE]', async (t) => {
   const { base } = await offlineApp(t)
-  const response = await postJson(base, PATH, body([userMessage('what is 2+3')]))
+  const response = await postJson(`${base}${PATH}`, body([userMessage('what is 2+3')]))
   t.equal(response.status, 200)
   t.equal(response.headers.get('x-vercel-ai-ui-message-stream'), 'v1')
   assertSseHeaders(t, response)
@@ -62,7 +63,7 @@ test('DefaultChatTransport + readUIMessageStream build the assistant message wit
 
 test('Chat (what useChat wraps): two turns; the second request carries the tool part and the model gets the call/result pair', async (t) => {
   const { app, fake } = await buildFakeApp(t)
-  const base = await listen(app)
+  const base = await listen(t, app)
   fake.enqueue(
     { kind: 'tool_use', text: 'Computing.', tools: [{ name: CALC, input: { expression: '6*7' }, id: 'toolu_a1' }] },
     { kind: 'text', text: 'It is 42.' },
@@ -91,9 +92,9 @@ test('Chat (what useChat wraps): two turns; the second request carries the tool 
 
 test('a model failure before any text is a 200 stream ending with an error chunk; Chat shows it', async (t) => {
   const { app, fake } = await buildFakeApp(t)
-  const base = await listen(app)
+  const base = await listen(t, app)
   fake.enqueue({ kind: 'error', status: 400, message: 'prompt is too long' })
-  const response = await postJson(base, PATH, body([userMessage('hi')]))
+  const response = await postJson(`${base}${PATH}`, body([userMessage('hi')]))
   t.equal(response.status, 200)
   const { chunks, done } = await readUiStream(response)
   t.ok(done)
@@ -110,9 +111,9 @@ test('a model failure before any text is a 200 stream ending with an error chunk
 
 test('a failure mid-stream closes the text part, then the error chunk and [DONE]', async (t) => {
   const { app, fake } = await buildFakeApp(t)
-  const base = await listen(app)
+  const base = await listen(t, app)
   fake.enqueue({ kind: 'midstream', text: 'Partial answer', then: 'error', errorType: 'invalid_request_error', message: 'bad things' })
-  const { chunks, done } = await readUiStream(await postJson(base, PATH, body([userMessage('hi')])))
+  const { chunks, done } = await readUiStream(await postJson(`${base}${PATH}`, body([userMessage('hi')])))
   t.ok(done)
   for (const chunk of chunks) t.equal(await chunkError(chunk), undefined, `${chunk.type} passes the schema`)
   t.same(chunkShape(chunks), ['start', 'start-step', 'text-start', 'text-delta', 'text-end', 'error'])
@@ -121,11 +122,11 @@ test('a failure mid-stream closes the text part, then the error chunk and [DONE]
 
 test('model picks a configured model; an unknown one is a 422', async (t) => {
   const { app, fake } = await buildFakeApp(t, { MODELS: 'model-a,model-b' })
-  const base = await listen(app)
-  const ok = await postJson(base, PATH, body([userMessage('hi')], { model: 'model-b' }))
+  const base = await listen(t, app)
+  const ok = await postJson(`${base}${PATH}`, body([userMessage('hi')], { model: 'model-b' }))
   await readUiStream(ok)
   t.equal(fake.requests[0]?.body.model, 'model-b')
-  const bad = await postJson(base, PATH, body([userMessage('hi')], { model: 'gpt-nope' }))
+  const bad = await postJson(`${base}${PATH}`, body([userMessage('hi')], { model: 'gpt-nope' }))
   t.equal(bad.status, 422)
   t.match(await bad.json(), { detail: [{ loc: ['body', 'model'], type: 'enum' }] })
 })
@@ -174,7 +175,7 @@ test('more than 4,000,000 characters in all is a 422', async (t) => {
 
 test('unknown part types and tool parts of unknown tools are ignored with a log line', async (t) => {
   const { app, fake, logs } = await buildFakeApp(t)
-  const base = await listen(app)
+  const base = await listen(t, app)
   const messages = [
     { id: 'm1', role: 'user', parts: [{ type: 'text', text: 'first' }, { type: 'data-weather', data: { c: 20 } }, { type: 'hologram', glow: true }] },
     {
@@ -189,7 +190,7 @@ test('unknown part types and tool parts of unknown tools are ignored with a log 
     },
     userMessage('second', 'm3'),
   ]
-  const response = await postJson(base, PATH, body(messages))
+  const response = await postJson(`${base}${PATH}`, body(messages))
   t.equal(response.status, 200)
   const { chunks } = await readUiStream(response)
   t.equal(chunks.at(-1)?.type, 'finish')
@@ -205,12 +206,12 @@ test('unknown part types and tool parts of unknown tools are ignored with a log 
 
 test('system text becomes the system prompt; an image file part reaches the model as an image block', async (t) => {
   const { app, fake } = await buildFakeApp(t)
-  const base = await listen(app)
+  const base = await listen(t, app)
   const messages = [
     { id: 's', role: 'system', parts: [{ type: 'text', text: 'Be brief.' }] },
     { id: 'u', role: 'user', parts: [{ type: 'file', mediaType: 'image/png', url: PNG, filename: 'dot.png' }, { type: 'text', text: 'what is this?' }] },
   ]
-  await readUiStream(await postJson(base, PATH, body(messages)))
+  await readUiStream(await postJson(`${base}${PATH}`, body(messages)))
   t.equal(fake.requests[0]?.body.system, 'Be brief.')
   const content = upstreamMessages(fake, 0)[0]?.content as Array<Record<string, unknown>>
   t.same(content.map((b) => b.type), ['image', 'text'])
@@ -219,7 +220,7 @@ test('system text becomes the system prompt; an image file part reaches the mode
 
 test('auth and CORS as the other chat routes', async (t) => {
   const { base } = await offlineApp(t, { API_KEYS: 'k1', CORS_ORIGINS: 'http://app.example' })
-  const anonymous = await postJson(base, PATH, body([userMessage('hi')]))
+  const anonymous = await postJson(`${base}${PATH}`, body([userMessage('hi')]))
   t.equal(anonymous.status, 401)
   t.equal(anonymous.headers.get('www-authenticate'), 'Bearer')
   const chat = new TestChat({ api: `${base}${PATH}`, headers: { authorization: 'Bearer k1', origin: 'http://app.example' } })
@@ -232,7 +233,7 @@ test('auth and CORS as the other chat routes', async (t) => {
   })
   t.equal(preflight.status, 204)
   t.equal(preflight.headers.get('access-control-allow-origin'), 'http://app.example')
-  const streamed = await postJson(base, PATH, body([userMessage('hi')]), { headers: { 'content-type': 'application/json', authorization: 'Bearer k1', origin: 'http://app.example' } })
+  const streamed = await postJson(`${base}${PATH}`, body([userMessage('hi')]), { headers: { 'content-type': 'application/json', authorization: 'Bearer k1', origin: 'http://app.example' } })
   t.equal(streamed.headers.get('access-control-allow-origin'), 'http://app.example', 'the stream keeps the CORS headers')
   t.ok(streamed.headers.get('x-ratelimit-limit'), 'and the rate-limit headers')
   await readUiStream(streamed)
@@ -240,7 +241,7 @@ test('auth and CORS as the other chat routes', async (t) => {
 
 test('a failing tool is a tool-output-error chunk; Chat marks the part output-error and the run goes on', async (t) => {
   const { base } = await offlineApp(t)
-  const { chunks } = await readUiStream(await postJson(base, PATH, body([userMessage('what is 1/0')])))
+  const { chunks } = await readUiStream(await postJson(`${base}${PATH}`, body([userMessage('what is 1/0')])))
   for (const chunk of chunks) t.equal(await chunkError(chunk), undefined, `${chunk.type} passes the schema`)
   const failed = chunks.find((c) => c.type === 'tool-output-error')
   t.match(failed?.['errorText'], /^Calculation error/)
@@ -255,10 +256,10 @@ test('a failing tool is a tool-output-error chunk; Chat marks the part output-er
 
 test('a client that leaves mid-stream aborts the model call', async (t) => {
   const { app, fake } = await buildFakeApp(t)
-  const base = await listen(app)
+  const base = await listen(t, app)
   fake.enqueue({ kind: 'text', text: 'one two three four five six seven eight', chunkDelayMs: 200 })
   const controller = new AbortController()
-  const response = await postJson(base, PATH, body([userMessage('hi')]), { signal: controller.signal })
+  const response = await postJson(`${base}${PATH}`, body([userMessage('hi')]), { signal: controller.signal })
   const reader = response.body?.getReader()
   const first = await reader?.read()
   t.match(new TextDecoder().decode(first?.value), /"type":"start"/)
@@ -268,7 +269,7 @@ test('a client that leaves mid-stream aborts the model call', async (t) => {
 
 test('reconnect: 204 with nothing running; while a reply runs, Chat.resumeStream replays it from its start and follows it to the end', async (t) => {
   const { app, fake } = await buildFakeApp(t)
-  const base = await listen(app)
+  const base = await listen(t, app)
   const api = `${base}${PATH}`
   const idle = await fetch(`${api}/chat-r/stream`)
   t.equal(idle.status, 204, 'no stream ever for that chat')
@@ -276,7 +277,7 @@ test('reconnect: 204 with nothing running; while a reply runs, Chat.resumeStream
   const words = Array.from({ length: 12 }, (_, i) => `w${i + 1}`).join(' ')
   fake.enqueue({ kind: 'text', text: words, chunkDelayMs: 60 })
   const controller = new AbortController()
-  const first = await postJson(base, PATH, body([userMessage('go')], { id: 'chat-r' }), { signal: controller.signal })
+  const first = await postJson(`${base}${PATH}`, body([userMessage('go')], { id: 'chat-r' }), { signal: controller.signal })
   t.equal(first.status, 200)
   t.ok(first.headers.get('x-stream-id'), 'the UI stream is resumable')
   const reader = first.body?.getReader()
@@ -303,11 +304,11 @@ test('reconnect: 204 with nothing running; while a reply runs, Chat.resumeStream
 
 test('reconnect: raw replay passes the schema, starts with the same start chunk; another identity gets 204; bad ids 422', async (t) => {
   const { app, fake } = await buildFakeApp(t, { API_KEYS: 'k1,k2' })
-  const base = await listen(app)
+  const base = await listen(t, app)
   const auth = (key: string) => ({ authorization: `Bearer ${key}` })
   fake.enqueue({ kind: 'text', text: 'a b c d e f g h', chunkDelayMs: 80 })
   const controller = new AbortController()
-  const first = await postJson(base, PATH, body([userMessage('go')], { id: 'chat-x' }), { signal: controller.signal, headers: { 'content-type': 'application/json', ...auth('k1') } })
+  const first = await postJson(`${base}${PATH}`, body([userMessage('go')], { id: 'chat-x' }), { signal: controller.signal, headers: { 'content-type': 'application/json', ...auth('k1') } })
   const reader = first.body?.getReader()
   const head = new TextDecoder().decode((await reader?.read())?.value)
   const messageId = /"messageId":"([^"]+)"/.exec(head)?.[1]
