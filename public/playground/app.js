@@ -77,8 +77,9 @@ async function describeFailure (response) {
     else if (Array.isArray(json.detail)) text = json.detail.map((d) => `${(d.loc || []).join('.')}: ${d.msg}`).join('\n')
     else if (json.message) text = json.message
   } catch {}
-  const hint = response.status === 401 ? ' Enter a valid API key above.' : ''
-  return `Request failed (${response.status}): ${text || response.statusText}${hint}`
+  const what = text || response.statusText
+  const hint = response.status === 401 ? `${/[.!?]$/.test(what) ? '' : '.'} Enter a valid API key above.` : ''
+  return `Request failed (${response.status}): ${what}${hint}`
 }
 
 // ---------- rendering ----------
@@ -320,7 +321,8 @@ async function send (text) {
   if (state.busy) return
   clearError()
   // An unfinished reply stays on the page but is not sent back (wireMessages): the model starts over.
-  state.messages.push({ id: newId(), role: 'user', parts: [{ type: 'text', text }] })
+  const message = { id: newId(), role: /** @type {const} */ ('user'), parts: [{ type: 'text', text }] }
+  state.messages.push(message)
   save()
   const model = modelSelect.value
   await stream(async (signal) => {
@@ -332,6 +334,10 @@ async function send (text) {
     })
     if (!response.ok || !response.body) {
       showError(await describeFailure(response))
+      // Refused (no key, bad input, busy): the message was not taken; it goes back to the textbox.
+      state.messages = state.messages.filter((m) => m !== message)
+      if (!input.value) input.value = text
+      save()
       return null
     }
     return response
