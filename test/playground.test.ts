@@ -7,6 +7,9 @@ import { buildFakeApp, listen } from './helpers/fake-app.js'
 import { launchBrowser, screenshotPath } from './helpers/browser.js'
 import { PLAYGROUND_CSP } from '../routes/playground.js'
 
+/** The reconnect route needs the resumable streams (not on main yet): these run, and say so, until it lands. */
+const RECONNECT_TODO = { todo: 'GET /api/v1/ui/chat/{id}/stream needs the resumable streams, not merged yet' }
+
 const VIEWPORTS = [
   { name: 'desktop', width: 1280, height: 800 },
   { name: 'phone', width: 390, height: 844 },
@@ -130,7 +133,7 @@ test('in Chromium: a missing key is shown as text; with the key the chat works',
   t.ok(await alert.isHidden(), 'the error is cleared by the next send')
 })
 
-test('in Chromium: a reload during a reply picks the reply up again (reconnect route) and finishes it once', async (t) => {
+test('in Chromium: a reload during a reply picks the reply up again (reconnect route) and finishes it once', RECONNECT_TODO, async (t) => {
   const browser = await launchBrowser(t)
   if (browser === null) return
   const { app, fake } = await buildFakeApp(t, ROOMY_LIMITS)
