@@ -1,6 +1,6 @@
 // Test helper: Debian's Chromium driven by playwright-core (no browser download); skips locally, fails under CI, when none is found.
 import { existsSync, mkdirSync } from 'node:fs'
-import { chromium, type Browser } from 'playwright-core'
+import { chromium, type Browser, type Page } from 'playwright-core'
 import type { Test } from 'tap'
 
 /** Where the browser is looked for: CHROMIUM_PATH, else Debian's package. */
@@ -35,4 +35,23 @@ export async function launchBrowser (t: Test): Promise<Browser | null> {
 /** The file URL path of a screenshot named `name`. */
 export function screenshotPath (name: string): string {
   return new URL(`${name}.png`, SCREENSHOT_DIR).pathname
+}
+
+/**
+ * Collects page errors, console errors (CSP violations show up there) and failed responses. A 404 of
+ * /api/v1/models is expected while the service has no model list: the page falls back to the health endpoint.
+ */
+export function watchErrors (page: Page): string[] {
+  const errors: string[] = []
+  page.on('pageerror', (error) => errors.push(`pageerror: ${error.message}`))
+  page.on('response', (response) => {
+    const url = new URL(response.url())
+    if (response.status() >= 400 && !(response.status() === 404 && url.pathname === '/api/v1/models')) {
+      errors.push(`response: ${response.status()} ${url.pathname}`)
+    }
+  })
+  page.on('console', (message) => {
+    if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) errors.push(`console: ${message.text()}`)
+  })
+  return errors
 }
