@@ -22,6 +22,7 @@ ENV NODE_ENV=production HOST=0.0.0.0 PORT=8000
 WORKDIR /app
 COPY --from=deps --chown=node:node /app/node_modules ./node_modules
 COPY --from=build --chown=node:node /app/dist ./dist
+COPY --chown=node:node public ./public
 COPY --chown=node:node package.json ./
 USER node
 EXPOSE 8000

@@ -3,8 +3,11 @@ import type { AgentEvent, UsageReport } from './agent/events.js'
 
 /** How one stream route writes the events of a run; the writer (lib/http/sse.ts) only frames what this returns. */
 export interface StreamFormat {
-  /** Payload of one agent event, or null when this form does not carry it. */
-  event (event: AgentEvent): string | null
+  /**
+   * Payload of one agent event, or null when this form does not carry it; a list when one event makes
+   * several messages (the UI message stream, lib/ui-message-stream.ts).
+   */
+  event (event: AgentEvent): string | readonly string[] | null
   /** The payloads that end a finished run. */
   done (usage: UsageReport): string[]
   /** The payloads that end a failed or cut run, `message` being the error text a client may see. */

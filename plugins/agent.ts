@@ -6,12 +6,24 @@ import { UsageTally } from '../lib/agent/usage.js'
 import type { RunSpec } from '../lib/agent/spec.js'
 import { AgentError, HttpError, LLMServiceError, sessionStoreDown } from '../lib/errors.js'
 import { publicErrorText } from '../lib/http/errors.js'
-import { openSseStream } from '../lib/http/sse.js'
+import { openSseStream, type SseWriter } from '../lib/http/sse.js'
 import { isAbortError } from '../lib/llm/abort.js'
 import type { ChatTurn } from '../lib/llm/types.js'
 import { withoutImageBytes } from '../lib/stores/conversation-entry.js'
 import type { StreamFormat } from '../lib/stream-formats.js'
 import type { StreamLayout } from './resumable.js'
+
+/** Where a stream's payloads go: the client's SSE response, or a resumable stream's log. */
+interface EventSink {
+  /** Aborts the run: the client left (plain streams), or a cancel or shutdown (resumable ones). */
+  readonly signal: AbortSignal
+  /** Sends one payload; a promise only when the run should wait for the sink (backpressure). */
+  send (payload: string): Promise<void> | undefined
+  /** Sends the payloads that end the stream, the last one terminal. */
+  end (payloads: readonly string[]): Promise<void>
+  /** After an abort: the error text the stream ends with, or undefined when nobody is left to read it. */
+  abortMessage (): string | undefined
+}
 
 /** A run made ready: its options, and who and what it is logged under. */
 interface PreparedRun {
@@ -44,7 +56,7 @@ function createAgent (app: FastifyInstance) {
       spec,
       usage,
       owner,
-      conversationId: spec.memory?.id ?? request.id,
+      conversationId: spec.memory?.id ?? spec.conversationId ?? request.id,
       options: {
         provider: app.llm.provider,
         tools: app.tools,
@@ -105,50 +117,77 @@ function createAgent (app: FastifyInstance) {
   }
 
   /**
-   * A resumable stream (DECISIONS 13): the run's events go to the stream log, and this connection is one
-   * follower of it. The client leaving does not stop the run; a cancel from any replica does (the stream
-   * ends with `Cancelled`). Tokens and the conversation are counted and logged when the run ends.
+   * Runs the agent into `sink` in `format`: each event's payloads as they come, then the terminal payloads
+   * (usage, where the format carries it, before every ending). Memory is saved before the done message, so a
+   * client that continues the moment it reads it finds its turn. Tokens are counted however the run ends.
+   * Returns the text the run wrote.
    */
-  async function streamResumable (
-    request: FastifyRequest, reply: FastifyReply, run: PreparedRun, format: StreamFormat, layout: StreamLayout
-  ): Promise<void> {
-    const opened = await app.resumable.open(request, reply, format, layout)
-    const { producer, signal } = opened
-    const end = async (payloads: string[]): Promise<void> => {
-      for (const payload of payloads.slice(0, -1)) producer.append(payload)
-      await producer.finish(payloads.at(-1) ?? '')
-    }
+  async function pump (request: FastifyRequest, run: PreparedRun, format: StreamFormat, sink: EventSink): Promise<string> {
     let text = ''
     try {
-      const events = runAgent({ ...run.options, streaming: true, signal })
+      const events = runAgent({ ...run.options, streaming: true, signal: sink.signal })
       let step = await events.next()
       while (step.done !== true) {
         const event = step.value
         if (event.type === 'token') text += event.data
         const payload = format.event(event)
-        if (payload !== null) producer.append(payload)
+        if (typeof payload === 'string') {
+          // Await only when the sink is not keeping up (no extra microtask per token otherwise).
+          const drained = sink.send(payload)
+          if (drained !== undefined) await drained
+        } else if (payload !== null) {
+          for (const one of payload) await sink.send(one)
+        }
         step = await events.next()
       }
       await remember(run, step.value)
         .catch((error: unknown) => request.log.error({ err: error }, 'session save failed during stream'))
-      await end(format.done(run.usage.report()))
+      await sink.end(format.done(run.usage.report()))
     } catch (error) {
-      if (signal.aborted) {
-        const reason: unknown = signal.reason
-        const message = reason instanceof Error && reason.message !== '' ? reason.message : 'Cancelled'
-        request.log.info({ reason: message }, 'resumable stream stopped')
-        await end(format.error(message, run.usage.report()))
+      if (sink.signal.aborted || isAbortError(error)) {
+        const message = sink.abortMessage()
+        request.log.info({ reason: message ?? 'client disconnected' }, 'stream stopped')
+        if (message !== undefined) await sink.end(format.error(message, run.usage.report()))
       } else {
         const expected = error instanceof LLMServiceError || error instanceof AgentError || error instanceof HttpError
         request.log[expected ? 'warn' : 'error']({ err: error }, 'stream failed')
-        await end(format.error(publicErrorText(error), run.usage.report()))
+        await sink.end(format.error(publicErrorText(error), run.usage.report()))
       }
     } finally {
-      opened.done()
       countTokens(run)
-      logConversation(request, null, run, text)
     }
-    await opened.followed
+    return text
+  }
+
+  /** The sink of a plain stream: the client's own SSE response; the client leaving aborts the run. */
+  function clientSink (sse: SseWriter): EventSink {
+    return {
+      signal: sse.signal,
+      send: (payload) => sse.trySend(payload),
+      end: async (payloads) => { for (const payload of payloads) await sse.send(payload) },
+      // A client that left reads nothing more.
+      abortMessage: () => undefined,
+    }
+  }
+
+  /**
+   * The sink of a resumable stream (DECISIONS 13): the stream's log, which this connection and any resumer
+   * follow. The client leaving does not stop the run; a cancel from any replica does (then `Cancelled`).
+   */
+  function logSink (opened: Awaited<ReturnType<typeof app.resumable.open>>): EventSink {
+    const { producer, signal } = opened
+    return {
+      signal,
+      send: (payload) => { producer.append(payload); return undefined },
+      end: async (payloads) => {
+        for (const payload of payloads.slice(0, -1)) producer.append(payload)
+        await producer.finish(payloads.at(-1) ?? '')
+      },
+      abortMessage: () => {
+        const reason: unknown = signal.reason
+        return reason instanceof Error && reason.message !== '' ? reason.message : 'Cancelled'
+      },
+    }
   }
 
   return {
@@ -182,7 +221,16 @@ function createAgent (app: FastifyInstance) {
       app.llm.limiter.assertAvailable()
       const run = await prepare(request, spec)
       if (options.resumable !== undefined) {
-        await streamResumable(request, reply, run, format, options.resumable)
+        const opened = await app.resumable.open(request, reply, format, options.resumable)
+        let text = ''
+        try {
+          text = await pump(request, run, format, logSink(opened))
+        } finally {
+          opened.done()
+          // Logged when the run ends, not when this client leaves.
+          logConversation(request, null, run, text)
+        }
+        await opened.followed
         return
       }
       const sse = openSseStream(request, reply, {
@@ -192,33 +240,9 @@ function createAgent (app: FastifyInstance) {
       })
       let text = ''
       try {
-        const events = runAgent({ ...run.options, streaming: true, signal: sse.signal })
-        let step = await events.next()
-        while (step.done !== true) {
-          const event = step.value
-          if (event.type === 'token') text += event.data
-          const payload = format.event(event)
-          if (payload !== null) {
-            // Await only when the client is not keeping up (no extra microtask per token otherwise).
-            const drained = sse.trySend(payload)
-            if (drained !== undefined) await drained
-          }
-          step = await events.next()
-        }
-        await remember(run, step.value)
-          .catch((error: unknown) => request.log.error({ err: error }, 'session save failed during stream'))
-        for (const payload of format.done(run.usage.report())) await sse.send(payload)
-      } catch (error) {
-        if (sse.signal.aborted || isAbortError(error)) {
-          request.log.info('stream ended: client disconnected')
-        } else {
-          const expected = error instanceof LLMServiceError || error instanceof AgentError || error instanceof HttpError
-          request.log[expected ? 'warn' : 'error']({ err: error }, 'stream failed')
-          for (const payload of format.error(publicErrorText(error), run.usage.report())) await sse.send(payload)
-        }
+        text = await pump(request, run, format, clientSink(sse))
       } finally {
         sse.end()
-        countTokens(run)
         logConversation(request, reply, run, text)
       }
     },

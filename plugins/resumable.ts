@@ -25,7 +25,9 @@ export function resumableIn (body: { resumable?: boolean | undefined }, layout: 
 const NO_USAGE: UsageReport = { input_tokens: 0, output_tokens: 0, model: '', source: 'estimated' }
 
 /** The last payload of `format`'s error message: the terminal event a cancel or an interrupt writes on its own. */
-const terminalError = (format: StreamFormat, message: string): string => format.error(message, NO_USAGE).at(-1) ?? message
+const terminalError = (format: StreamFormat, message: string): string =>
+  // The UI message stream ends its error with `[DONE]`: the error chunk is what a reader must see.
+  format.error(message, NO_USAGE).findLast((payload) => payload !== '[DONE]') ?? message
 
 /** The name a stream's format is recorded under. */
 export function formatName (format: StreamFormat): string {

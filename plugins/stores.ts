@@ -10,6 +10,7 @@ import type { ConversationLog, RateLimitStore, SessionStore } from '../lib/store
 import type { StreamLog } from '../lib/stores/stream-log.js'
 import { createMemoryStreamLog } from '../lib/stores/memory-stream-log.js'
 import { createRedisStreamLog } from '../lib/stores/redis-stream-log.js'
+import { createMemoryChatStreamIndex, createRedisChatStreamIndex, type ChatStreamIndex } from '../lib/stores/chat-streams.js'
 
 export interface Stores {
   sessions: SessionStore
@@ -17,6 +18,8 @@ export interface Stores {
   conversations: ConversationLog
   /** Events of resumable streams (DECISIONS 13). */
   streamLog: StreamLog
+  /** The latest stream of each UI chat (DECISIONS 16). */
+  chatStreams: ChatStreamIndex
   /** `redis` when REDIS_URL is set (one Redis or a Redis Cluster), else `memory`. */
   kind: 'memory' | 'redis'
 }
@@ -35,6 +38,7 @@ export default fp(async (app) => {
       rateLimit: createMemoryRateLimitStore(),
       conversations: createMemoryConversationLog({ maxEntries: config.CONVERSATION_LOG_MAX }),
       streamLog: createMemoryStreamLog({ ttlSeconds: config.STREAM_RESUME_TTL_SECONDS }),
+      chatStreams: createMemoryChatStreamIndex({ ttlSeconds: config.STREAM_RESUME_TTL_SECONDS, maxEntries: config.MAX_SESSIONS }),
     }
   } else {
     const clientOptions = { logger: app.log, connectionName: 'agent-chat-api' }
@@ -69,6 +73,7 @@ export default fp(async (app) => {
           // Blocking reads wait up to 5 s: their connections get a longer command timeout than the shared one.
           connect: (purpose) => createRedisClient(config.REDIS_URL, { connectionName: `agent-chat-api:${purpose}`, commandTimeoutMs: 8000 }),
         }),
+      chatStreams: createRedisChatStreamIndex(redis, { prefix, ttlSeconds: config.STREAM_RESUME_TTL_SECONDS }),
     }
     // /ready names the check only: the driver's error text may hold an address (DECISIONS 10).
     app.lifecycle.addCheck('redis', async () => {
@@ -87,6 +92,8 @@ export default fp(async (app) => {
   app.decorate('stores', stores)
   app.metrics.setActiveSessionsSource(() => stores.sessions.count())
   app.addHook('onClose', async () => {
-    await Promise.allSettled([stores.sessions.close(), stores.rateLimit.close(), stores.conversations.close(), stores.streamLog.close()])
+    await Promise.allSettled([
+      stores.sessions.close(), stores.rateLimit.close(), stores.conversations.close(), stores.streamLog.close(), stores.chatStreams.close(),
+    ])
   })
 }, { name: 'stores', dependencies: ['config', 'lifecycle', 'metrics'], fastify: '5.x' })

@@ -1,4 +1,4 @@
-// The unversioned layout (/health, /ready, /metrics, /chat, /sessions): its own scope and error shape.
+// The unversioned layout (/health, /ready, /metrics, /chat, /sessions, /playground): its own scope and error shape.
 import type { FastifyPluginAsync } from 'fastify'
 import { createErrorHandler, type LayoutOptions } from '../lib/http/errors.js'
 import healthRoutes from './health.js'
@@ -6,6 +6,7 @@ import sessionChatRoutes from './session-chat.js'
 import sessionRoutes from './sessions.js'
 import metricsRoutes from './metrics.js'
 import streamRoutes from './streams.js'
+import playgroundRoutes from './playground.js'
 
 const unversionedLayout: FastifyPluginAsync<LayoutOptions> = async (app, { extraRoutes }) => {
   app.setErrorHandler(createErrorHandler('unversioned', app.config.DEBUG))
@@ -14,6 +15,7 @@ const unversionedLayout: FastifyPluginAsync<LayoutOptions> = async (app, { extra
   await app.register(sessionRoutes)
   await app.register(metricsRoutes)
   await app.register(streamRoutes, { layout: 'unversioned' })
+  if (app.config.PLAYGROUND) await app.register(playgroundRoutes)
   if (extraRoutes) await app.register(extraRoutes)
 }
 

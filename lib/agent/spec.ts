@@ -19,4 +19,6 @@ export interface RunSpec {
    * `messages` plus the run's turns (`turns`) or just its reply text (`reply`) are saved and trimmed.
    */
   memory?: { id: string, save: 'turns' | 'reply' } | undefined
+  /** What the conversation log files the exchange under when there is no `memory`; default the request id. */
+  conversationId?: string | undefined
 }

@@ -1,0 +1,196 @@
+// AI SDK UI messages to model turns (DECISIONS section 16): text, images, earlier tool calls with their results.
+import { parseImage } from './images.js'
+import type { ChatTurn, ContentBlock, ImageBlock, ToolResultBlock, ToolUseBlock } from './llm/types.js'
+import { RequestValidationError, type ValidationIssue } from './validation.js'
+
+/** The part fields this conversion reads (typed by the route's schema); anything else in a part is ignored. */
+export interface UiPartInput {
+  type: string
+  text?: string | undefined
+  mediaType?: string | undefined
+  url?: string | undefined
+  toolName?: string | undefined
+  toolCallId?: string | undefined
+  state?: string | undefined
+  input?: unknown
+  output?: unknown
+  errorText?: string | undefined
+}
+
+/** The fields each part kind must have. */
+function requiredFields (type: string): ReadonlyArray<keyof UiPartInput> {
+  if (type === 'text') return ['text']
+  if (type === 'file') return ['mediaType', 'url']
+  if (type === 'dynamic-tool') return ['toolName', 'toolCallId', 'state']
+  if (type.startsWith('tool-')) return ['toolCallId', 'state']
+  return []
+}
+
+/** A UI message as the route's schema admits it. */
+export interface UiMessageInput {
+  role: 'user' | 'assistant' | 'system'
+  parts: readonly UiPartInput[]
+}
+
+/** Limits of one conversion, and the tools the service knows. */
+export interface UiConversionLimits {
+  /** Tool parts of other tools (a client's own tools) are left out. */
+  isKnownTool: (name: string) => boolean
+  maxImages: number
+  maxImageBytes: number
+  /** Characters of text, tool input and tool output in all. */
+  maxChars: number
+}
+
+/** What a conversion produced: the system prompt, the turns, and the part types it left out (type to count). */
+export interface UiConversion {
+  system: string | undefined
+  turns: ChatTurn[]
+  ignored: Record<string, number>
+}
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value)
+
+/** A tool output as the text the model reads. */
+function outputText (output: unknown): string {
+  if (typeof output === 'string') return output
+  if (output === undefined) return ''
+  return JSON.stringify(output) ?? ''
+}
+
+/** The tool name of a `tool-<name>` or `dynamic-tool` part, else undefined. */
+function toolNameOf (part: UiPartInput): string | undefined {
+  if (part.type === 'dynamic-tool') return typeof part.toolName === 'string' ? part.toolName : undefined
+  return part.type.startsWith('tool-') && part.type.length > 'tool-'.length ? part.type.slice('tool-'.length) : undefined
+}
+
+/**
+ * Converts UI messages to Messages API turns. System text parts join into the system prompt. User text and
+ * image file parts (data: URLs, checked as /api/v2/chat checks images) become user turns. An assistant
+ * message becomes its model calls: text and tool calls as assistant turns, each call's result (`output` or
+ * `errorText`) as a tool_result in the user turn after it. Tool parts of unknown tools or without a
+ * result, non-image files and other part types (reasoning, sources, data) are left out and counted in
+ * `ignored`. Turns of the same role
+ * in a row are merged. Throws RequestValidationError (422) for bad images, too many of them, too much text,
+ * or no turn at all.
+ */
+export function uiMessagesToTurns (messages: readonly UiMessageInput[], limits: UiConversionLimits): UiConversion {
+  const issues: ValidationIssue[] = []
+  const ignored: Record<string, number> = {}
+  const system: string[] = []
+  const turns: ChatTurn[] = []
+  let images = 0
+  let chars = 0
+
+  const ignore = (type: string) => { ignored[type] = (ignored[type] ?? 0) + 1 }
+  const push = (role: 'user' | 'assistant', content: ContentBlock[]) => {
+    if (content.length === 0) return
+    const last = turns.at(-1)
+    if (last !== undefined && last.role === role && typeof last.content !== 'string') {
+      // Tool results must lead the user turn that answers the calls.
+      last.content = role === 'user'
+        ? [...last.content.filter((b) => b.type === 'tool_result'), ...content.filter((b) => b.type === 'tool_result'),
+            ...last.content.filter((b) => b.type !== 'tool_result'), ...content.filter((b) => b.type !== 'tool_result')]
+        : [...last.content, ...content]
+    } else {
+      turns.push({ role, content })
+    }
+  }
+
+  for (const [m, message] of messages.entries()) {
+    const loc = (p: number, field?: string) => ['body', 'messages', m, 'parts', p, ...(field ? [field] : [])]
+    for (const [p, part] of message.parts.entries()) {
+      for (const field of requiredFields(part.type)) {
+        if (part[field] === undefined) issues.push({ loc: loc(p, field), msg: 'Field required', type: 'missing' })
+      }
+    }
+    if (message.role === 'system') {
+      for (const part of message.parts) {
+        if (part.type === 'text' && typeof part.text === 'string') {
+          system.push(part.text)
+          chars += part.text.length
+        } else {
+          ignore(part.type)
+        }
+      }
+      continue
+    }
+
+    if (message.role === 'user') {
+      const content: ContentBlock[] = []
+      const imageBlocks: ImageBlock[] = []
+      for (const [p, part] of message.parts.entries()) {
+        if (part.type === 'text' && typeof part.text === 'string') {
+          if (part.text !== '') content.push({ type: 'text', text: part.text })
+          chars += part.text.length
+        } else if (part.type === 'file' && typeof part.mediaType === 'string' && part.mediaType.startsWith('image/') && typeof part.url === 'string') {
+          images++
+          if (images > limits.maxImages) {
+            issues.push({ loc: loc(p), msg: `At most ${limits.maxImages} images in all`, type: 'too_long' })
+            continue
+          }
+          if (!part.url.startsWith('data:')) {
+            issues.push({ loc: loc(p, 'url'), msg: 'Images must be data: URLs (hosted URLs are not fetched)', type: 'image_url' })
+            continue
+          }
+          const parsed = parseImage(part.url, p, limits.maxImageBytes)
+          if (parsed.ok) imageBlocks.push(parsed.block)
+          else issues.push({ ...parsed.issue, loc: loc(p, 'url') })
+        } else {
+          ignore(part.type)
+        }
+      }
+      push('user', [...imageBlocks, ...content])
+      continue
+    }
+
+    // Assistant: a new model call starts after tool results (or at a step-start following them).
+    let calls: ContentBlock[] = []
+    let results: ToolResultBlock[] = []
+    const flush = () => {
+      push('assistant', calls)
+      push('user', results)
+      calls = []
+      results = []
+    }
+    for (const part of message.parts) {
+      if (part.type === 'text' && typeof part.text === 'string') {
+        if (results.length > 0) flush()
+        if (part.text !== '') calls.push({ type: 'text', text: part.text })
+        chars += part.text.length
+        continue
+      }
+      if (part.type === 'step-start') {
+        if (results.length > 0) flush()
+        continue
+      }
+      const name = toolNameOf(part)
+      const done = part.state === 'output-available' || part.state === 'output-error'
+      if (name === undefined || !limits.isKnownTool(name)) {
+        ignore(part.type)
+        continue
+      }
+      if (!done || typeof part.toolCallId !== 'string' || !isPlainObject(part.input)) {
+        ignore(`${part.type} (${String(part.state)})`)
+        continue
+      }
+      const isError = part.state === 'output-error'
+      const content = isError ? (typeof part.errorText === 'string' ? part.errorText : 'Tool failed') : outputText(part.output)
+      const use: ToolUseBlock = { type: 'tool_use', id: part.toolCallId, name, input: part.input }
+      calls.push(use)
+      results.push({ type: 'tool_result', tool_use_id: part.toolCallId, content, ...(isError ? { is_error: true } : {}) })
+      chars += name.length + JSON.stringify(part.input).length + content.length
+    }
+    flush()
+  }
+
+  if (chars > limits.maxChars) {
+    issues.push({ loc: ['body', 'messages'], msg: `At most ${limits.maxChars} characters of message text in all`, type: 'too_long' })
+  }
+  if (issues.length === 0 && turns.length === 0) {
+    issues.push({ loc: ['body', 'messages'], msg: 'At least one user or assistant message with text, an image or a tool result is required', type: 'value_error' })
+  }
+  if (issues.length > 0) throw new RequestValidationError(issues)
+  return { system: system.length > 0 ? system.join('\n\n') : undefined, turns, ignored }
+}
