@@ -18,6 +18,8 @@ import authPlugin from './plugins/auth.js'
 import rateLimitPlugin from './plugins/rate-limit.js'
 import type { RateLimitStore } from './lib/stores/types.js'
 import { createErrorHandler } from './plugins/error-handlers.js'
+import { arrayLengthGuard, maxTotalCharsKeyword } from './lib/validation.js'
+import { BODY_LIMIT_BYTES } from './schemas/chat.js'
 import unversionedLayout from './routes/unversioned.js'
 import versionedLayout from './routes/api/versioned.js'
 
@@ -35,8 +37,7 @@ export interface BuildAppOptions {
   rateLimitStore?: RateLimitStore
 }
 
-/** Default body limit of JSON routes; routes that take images set their own. */
-export const BODY_LIMIT_BYTES = 1024 * 1024
+export { BODY_LIMIT_BYTES }
 
 /** Paths and header names never written to logs. */
 export const REDACTED_LOG_PATHS = [
@@ -74,9 +75,21 @@ export async function buildApp (options: BuildAppOptions = {}) {
     onConstructorPoisoning: 'remove',
     return503OnClosing: true,
     forceCloseConnections: 'idle',
-    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: true, useDefaults: true } },
+    // allErrors stays bounded: arrays over their maxItems are refused before Ajv (guardArrayLengths below),
+    // every string has a maxLength, and a 422 lists at most MAX_VALIDATION_ISSUES issues.
+    ajv: {
+      customOptions: { coerceTypes: false, removeAdditional: false, allErrors: true, useDefaults: true },
+      plugins: [maxTotalCharsKeyword],
+    },
   }
   const app = Fastify(fastifyOptions).withTypeProvider<TypeBoxTypeProvider>()
+
+  app.addHook('onRoute', (route) => {
+    const guard = arrayLengthGuard(route.schema?.body)
+    if (guard === null) return
+    const hooks = route.preValidation === undefined ? [] : [route.preValidation].flat()
+    route.preValidation = [async (request) => { guard(request.body) }, ...hooks]
+  })
 
   // JSON only: any other body type is 415, not a string that fails validation as 422.
   app.removeContentTypeParser('text/plain')

@@ -1,11 +1,17 @@
 // Request and response schemas of the chat routes (SPEC section 2, DECISIONS section 4), built from the config.
 import { Type, type Static } from 'typebox'
 import { TOOL_NAMES } from '../lib/tools/registry.js'
+import { MAX_TOTAL_CHARS_KEYWORD, MAX_TOTAL_TEXT_CHARS } from '../lib/validation.js'
+
+/** Default body limit of JSON routes; /api/v2/chat adds room per image (routes/api/v2/chat.ts). */
+export const BODY_LIMIT_BYTES = 1024 * 1024
 
 /** Longest base64 text of one image: 5 MB decoded, plus room for a `data:` URL prefix. */
 export const MAX_IMAGE_BYTES = 5 * 1024 * 1024
 export const MAX_IMAGES = 20
 export const MAX_IMAGE_CHARS = Math.ceil(MAX_IMAGE_BYTES / 3) * 4 + 64
+/** Most messages one request may carry (DECISIONS section 4). */
+export const MAX_MESSAGES = 1000
 
 export const ChatMessage = Type.Object({
   // One enum, not a union of literals: a wrong role is one validation issue, not one per allowed value.
@@ -15,6 +21,14 @@ export const ChatMessage = Type.Object({
     description: 'Who wrote the message: user, assistant or system (system messages become the system prompt)',
   }),
   content: Type.String({ minLength: 1, maxLength: 32000, description: 'Message text, 1 to 32000 characters' }),
+})
+
+/** A request's conversation: 1 to MAX_MESSAGES messages, at most MAX_TOTAL_TEXT_CHARS characters in all. */
+const MessageList = () => Type.Array(ChatMessage, {
+  minItems: 1,
+  maxItems: MAX_MESSAGES,
+  [MAX_TOTAL_CHARS_KEYWORD]: MAX_TOTAL_TEXT_CHARS,
+  description: `The conversation, oldest first: 1 to ${MAX_MESSAGES} messages, at most ${MAX_TOTAL_TEXT_CHARS} characters of text in all`,
 })
 
 /** The AgentRequest fields /api/v1/chat also accepts; `models` is the allowed model list. */
@@ -40,7 +54,7 @@ function agentFields (models: readonly string[]) {
 
 export function chatRequestSchema (models: readonly string[]) {
   return Type.Object({
-    messages: Type.Array(ChatMessage, { minItems: 1, description: 'The conversation, oldest first' }),
+    messages: MessageList(),
     stream: Type.Optional(Type.Boolean({ description: 'Default false. Answer as an SSE stream (as /api/v1/chat/stream)' })),
     ...agentFields(models),
   }, { description: 'ChatRequest, optionally with AgentRequest fields' })
@@ -60,7 +74,7 @@ export function v1ChatBodySchema (models: readonly string[]) {
 
 export function multimodalRequestSchema (models: readonly string[]) {
   return Type.Object({
-    messages: Type.Array(ChatMessage, { minItems: 1, description: 'The conversation, oldest first' }),
+    messages: MessageList(),
     images: Type.Optional(Type.Union([
       Type.Array(Type.String({ minLength: 1, maxLength: MAX_IMAGE_CHARS }), { maxItems: MAX_IMAGES }),
       Type.Null(),
