@@ -26,7 +26,10 @@ export default fp(async (app) => {
       kind: 'memory',
       sessions: createMemorySessionStore({ ttlSeconds: config.SESSION_TTL_SECONDS, maxSessions: config.MAX_SESSIONS }),
       rateLimit: createMemoryRateLimitStore(),
-      conversations: createMemoryConversationLog({ maxEntries: config.CONVERSATION_LOG_MAX }),
+      conversations: createMemoryConversationLog({
+        maxEntries: config.CONVERSATION_LOG_MAX,
+        maxBytes: Math.round(config.CONVERSATION_LOG_MAX_MB * 1024 * 1024),
+      }),
     }
   } else {
     const redis = createRedisClient(config.REDIS_URL, { logger: app.log, connectionName: 'agent-chat-api' })

@@ -1,5 +1,5 @@
 // Issue 11 point 1: the largest invalid bodies each route accepts answer a small 422, with bounded validator work.
-import { test } from 'tap'
+import { test, type Test } from 'tap'
 import type { FastifyError, FastifyPluginAsync } from 'fastify'
 import { buildApp } from '../../app.js'
 import { buildTestApp, captureLogs, TEST_ENV } from '../helpers/app.js'
@@ -22,7 +22,7 @@ async function build (t: Parameters<typeof buildTestApp>[0], extraRoutes?: { unv
   return built.app
 }
 
-function checkSmall422 (t: Tap.Test, res: { statusCode: number, body: string }, what: string) {
+function checkSmall422 (t: Test, res: { statusCode: number, body: string }, what: string) {
   t.equal(res.statusCode, 422, `${what}: 422`)
   t.ok(res.body.length < SMALL_422_BYTES, `${what}: the answer is small (${res.body.length} bytes)`)
   const detail = (JSON.parse(res.body) as { detail: unknown[] }).detail
