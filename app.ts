@@ -69,7 +69,7 @@ export async function buildApp (options: BuildAppOptions = {}) {
     bodyLimit: BODY_LIMIT_BYTES,
     // Session ids may be 128 characters; Fastify's default of 100 would answer 414 to longer ones.
     routerOptions: { maxParamLength: 256 },
-    trustProxy: config.TRUST_PROXY,
+    trustProxy: config.trustProxy,
     // `__proto__` / `constructor.prototype` keys in a body are dropped, not answered as "invalid JSON".
     onProtoPoisoning: 'remove',
     onConstructorPoisoning: 'remove',
