@@ -8,7 +8,7 @@ import lifecyclePlugin from './plugins/lifecycle.js'
 import requestLogPlugin, { genReqId } from './plugins/request-log.js'
 import corsPlugin from './plugins/cors.js'
 import docsPlugin from './plugins/docs.js'
-import storesPlugin from './plugins/stores.js'
+import storesPlugin, { type StoresPluginOptions } from './plugins/stores.js'
 import toolsPlugin from './plugins/tools.js'
 import llmPlugin from './plugins/llm.js'
 import streamsPlugin from './plugins/streams.js'
@@ -16,7 +16,6 @@ import type { LLMProvider } from './lib/llm/types.js'
 import metricsPlugin from './plugins/metrics.js'
 import authPlugin from './plugins/auth.js'
 import rateLimitPlugin from './plugins/rate-limit.js'
-import type { RateLimitStore } from './lib/stores/types.js'
 import { createErrorHandler } from './plugins/error-handlers.js'
 import { arrayLengthGuard, maxTotalCharsKeyword } from './lib/validation.js'
 import { BODY_LIMIT_BYTES } from './schemas/chat.js'
@@ -33,8 +32,8 @@ export interface BuildAppOptions {
   /** Replaces the configured model provider (still behind the concurrency limit). */
   provider?: LLMProvider
   extraRoutes?: { versioned?: FastifyPluginAsync, unversioned?: FastifyPluginAsync }
-  /** The rate-limit store, over any `app.rateLimitStore` decorator and the in-process default (tests). */
-  rateLimitStore?: RateLimitStore
+  /** Stores used instead of the configured ones (tests); found, like every store, as `app.stores`. */
+  stores?: StoresPluginOptions['overrides']
 }
 
 export { BODY_LIMIT_BYTES }
@@ -99,13 +98,14 @@ export async function buildApp (options: BuildAppOptions = {}) {
   await app.register(requestLogPlugin)
   // Order matters: app-level onRequest hooks run in registration order, and only reach routes
   // registered after them. Metrics first (it counts every request: 401, 429, 404, CORS preflights);
-  // CORS answers preflights before auth; auth sets the identity the rate limit keys on; the rate
-  // limit exempts open routes; the docs routes come after all of them (they are marked open).
+  // CORS answers preflights before auth; auth sets the identity the rate limit keys on (and answers
+  // 401 in preParsing, after the limit counted the request); the rate limit exempts open routes; the
+  // docs routes come after all of them (they are marked open).
   await app.register(metricsPlugin)
   await app.register(corsPlugin)
-  await app.register(storesPlugin)
+  await app.register(storesPlugin, { overrides: options.stores })
   await app.register(authPlugin)
-  await app.register(rateLimitPlugin, { store: options.rateLimitStore ?? app.stores.rateLimit })
+  await app.register(rateLimitPlugin)
   await app.register(docsPlugin)
   await app.register(toolsPlugin)
   await app.register(llmPlugin, options.provider ? { provider: options.provider } : {})

@@ -18,7 +18,12 @@ declare module 'fastify' {
   interface FastifyInstance { stores: Stores }
 }
 
-export default fp(async (app) => {
+export interface StoresPluginOptions {
+  /** Stores used instead of the configured ones (tests: a clock-controlled or failing store); closed with the app. */
+  overrides?: Partial<Omit<Stores, 'kind'>> | undefined
+}
+
+export default fp<StoresPluginOptions>(async (app, options) => {
   const config = app.config
   let stores: Stores
   if (config.REDIS_URL === '') {
@@ -47,6 +52,7 @@ export default fp(async (app) => {
     })
     app.addHook('onClose', async () => { await closeRedisClient(redis) })
   }
+  Object.assign(stores, options.overrides)
   app.decorate('stores', stores)
   app.metrics.setActiveSessionsSource(() => stores.sessions.count())
   app.addHook('onClose', async () => {
