@@ -1,5 +1,6 @@
 // buildApp(options): every Fastify option, the plugins and the two route scopes; used by server.ts and tests.
-import Fastify, { LogController, type FastifyPluginAsync, type FastifyServerOptions } from 'fastify'
+import Fastify, { LogController, type FastifyHttpOptions, type FastifyPluginAsync } from 'fastify'
+import type { Server } from 'node:http'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import pino, { type DestinationStream } from 'pino'
 import { loadConfig, type AppConfig } from './lib/config.js'
@@ -60,7 +61,8 @@ function createLogger (config: AppConfig, stream?: DestinationStream) {
 /** Builds the whole application; call `ready()` or `listen()` on the result. */
 export async function buildApp (options: BuildAppOptions = {}) {
   const config = options.config ?? loadConfig(options.env === undefined ? {} : { env: options.env })
-  const fastifyOptions: FastifyServerOptions = {
+  const requestTimeoutMs = Math.max(1, Math.round(config.REQUEST_TIMEOUT_SECONDS * 1000))
+  const fastifyOptions: FastifyHttpOptions<Server> = {
     loggerInstance: createLogger(config, options.logStream),
     // Fastify's two lines per request are replaced by one of ours (plugins/request-log.ts).
     logController: new LogController({ disableRequestLogging: true }),
@@ -72,6 +74,10 @@ export async function buildApp (options: BuildAppOptions = {}) {
     // `__proto__` / `constructor.prototype` keys in a body are dropped, not answered as "invalid JSON".
     onProtoPoisoning: 'remove',
     onConstructorPoisoning: 'remove',
+    // A request whose headers and body have not arrived by then is cut (408, or closed). Node checks this
+    // every connectionsCheckingInterval (30 s by default, which would let a trickled body live 30 s longer).
+    requestTimeout: requestTimeoutMs,
+    http: { headersTimeout: requestTimeoutMs, connectionsCheckingInterval: Math.min(1000, Math.max(50, Math.round(requestTimeoutMs / 4))) },
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     // allErrors stays bounded: arrays over their maxItems are refused before Ajv (guardArrayLengths below),
