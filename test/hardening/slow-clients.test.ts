@@ -21,14 +21,13 @@ test('a body trickled slower than REQUEST_TIMEOUT_SECONDS is cut', async (t) => 
   t.teardown(() => socket.destroy())
   let answer = ''
   socket.setEncoding('utf8').on('data', (chunk: string) => { answer += chunk })
-  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()))
+  const state = { closed: false }
+  const closed = new Promise<void>((resolve) => socket.once('close', () => { state.closed = true; resolve() }))
   const body = JSON.stringify({ messages: [{ role: 'user', content: 'x'.repeat(40) }] })
   socket.write(`POST /api/v1/chat HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`)
   let sent = 0
-  let isClosed = false
-  void closed.then(() => { isClosed = true })
   // One byte every 250 ms: the whole body would take about 20 s.
-  while (!isClosed && sent < body.length) {
+  while (!state.closed && sent < body.length) {
     socket.write(body[sent] as string)
     sent++
     await sleep(250)
