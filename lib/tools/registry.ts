@@ -13,6 +13,8 @@ export type ToolName = typeof TOOL_NAMES[number]
 interface Tool {
   spec: ToolSpec
   field: string
+  /** The tool answers an empty (or blank) value itself, in its own words (the calculator's `Calculation error: ...`). */
+  answersEmpty?: boolean
   call (value: string): ToolResult
 }
 
@@ -39,6 +41,7 @@ export function createToolRegistry (kb: KnowledgeBase) {
   const tools = new Map<string, Tool>([
     ['calculate_expression', {
       field: 'expression',
+      answersEmpty: true,
       spec: {
         name: 'calculate_expression',
         description: 'Evaluate an arithmetic expression and return the exact result. Use it for any arithmetic ' +
@@ -104,7 +107,7 @@ export function createToolRegistry (kb: KnowledgeBase) {
     if (typeof value !== 'string') {
       return { content: `Invalid input for ${spec.name}: "${field}" must be a string, got ${describeType(value)}`, isError: true }
     }
-    if (value.trim() === '') {
+    if (value.trim() === '' && tool.answersEmpty !== true) {
       return { content: `Invalid input for ${spec.name}: "${field}" must not be empty`, isError: true }
     }
     return tool.call(value)
