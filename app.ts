@@ -80,7 +80,7 @@ export async function buildApp (options: BuildAppOptions = {}) {
     http: { headersTimeout: requestTimeoutMs, connectionsCheckingInterval: Math.min(1000, Math.max(50, Math.round(requestTimeoutMs / 4))) },
     return503OnClosing: true,
     forceCloseConnections: 'idle',
-    // allErrors stays bounded: arrays over their maxItems are refused before Ajv (guardArrayLengths below),
+    // allErrors stays bounded: arrays over their maxItems are refused before Ajv (arrayLengthGuard below),
     // every string has a maxLength, and a 422 lists at most MAX_VALIDATION_ISSUES issues.
     ajv: {
       customOptions: { coerceTypes: false, removeAdditional: false, allErrors: true, useDefaults: true },
@@ -89,6 +89,7 @@ export async function buildApp (options: BuildAppOptions = {}) {
   }
   const app = Fastify(fastifyOptions).withTypeProvider<TypeBoxTypeProvider>()
 
+  // Ajv walks every item of an over-long array: such a body is refused (422) before validation instead.
   app.addHook('onRoute', (route) => {
     const guard = arrayLengthGuard(route.schema?.body)
     if (guard === null) return
