@@ -16,11 +16,11 @@ function boundBlock (block: ContentBlock): ContentBlock {
   switch (block.type) {
     case 'text':
       return { type: 'text', text: cutText(block.text) }
-    case 'image':
-      return {
-        type: 'image',
-        source: { ...block.source, data: `[${Buffer.byteLength(block.source.data, 'base64')} bytes not logged]` },
-      }
+    case 'image': {
+      // Already replaced by the caller (`[N bytes omitted]`): kept as it is.
+      const data = block.source.data.startsWith('[') ? block.source.data : `[${Buffer.byteLength(block.source.data, 'base64')} bytes omitted]`
+      return { type: 'image', source: { ...block.source, data } }
+    }
     case 'tool_use': {
       const input = JSON.stringify(block.input)
       return { type: 'tool_use', id: block.id, name: block.name, input: input.length <= LOGGED_TEXT_MAX_CHARS ? JSON.parse(input) as Record<string, unknown> : { truncated: cutText(input) } }

@@ -44,7 +44,7 @@ test('entries are bounded: long texts cut with a note, image bytes left out, the
   t.equal(kept?.messages[0]?.content, `${'y'.repeat(LOGGED_TEXT_MAX_CHARS)} [${1_000_000 - LOGGED_TEXT_MAX_CHARS} more characters not logged]`)
   t.equal(kept?.reply, `${'z'.repeat(LOGGED_TEXT_MAX_CHARS)} [1 more characters not logged]`)
   t.same(kept?.messages[1]?.content, [
-    { type: 'image', source: { type: 'base64', media_type: 'image/png', data: '[3000 bytes not logged]' } },
+    { type: 'image', source: { type: 'base64', media_type: 'image/png', data: '[3000 bytes omitted]' } },
     { type: 'text', text: 'look' },
   ])
   t.ok(recordBytes(kept as ConversationRecord) < 10_000, 'a 1 MB request costs the log a few KB')
