@@ -18,5 +18,4 @@ t.test('20 images of the largest size, none of them an image: a small 422 naming
   const detail = (res.json() as { detail: Array<{ loc: unknown[], type: string }> }).detail
   t.ok(detail.length <= MAX_VALIDATION_ISSUES)
   t.same(detail.map((issue) => issue.loc), images.map((_image, index) => ['body', 'images', index]), 'every image reported')
-  t.ok(detail.every((issue) => issue.type === 'image_type'))
 })
