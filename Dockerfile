@@ -1,4 +1,4 @@
-# Agent Chat API: multi-stage build on the current Node LTS, production dependencies only, non-root.
+# Agent Chat API: multi-stage build on the current Node LTS (24), production dependencies only, no test code, non-root.
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
@@ -9,7 +9,6 @@ COPY lib ./lib
 COPY plugins ./plugins
 COPY routes ./routes
 COPY schemas ./schemas
-COPY test/fake-anthropic ./test/fake-anthropic
 RUN npm run build
 
 FROM node:24-bookworm-slim AS deps

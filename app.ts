@@ -1,5 +1,6 @@
 // buildApp(options): every Fastify option, the plugins and the two route scopes; used by server.ts and tests.
-import Fastify, { LogController, type FastifyPluginAsync, type FastifyServerOptions } from 'fastify'
+import Fastify, { LogController, type FastifyHttpOptions, type FastifyPluginAsync } from 'fastify'
+import type { Server } from 'node:http'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import pino, { type DestinationStream } from 'pino'
 import { loadConfig, type AppConfig } from './lib/config.js'
@@ -8,7 +9,7 @@ import lifecyclePlugin from './plugins/lifecycle.js'
 import requestLogPlugin, { genReqId } from './plugins/request-log.js'
 import corsPlugin from './plugins/cors.js'
 import docsPlugin from './plugins/docs.js'
-import storesPlugin from './plugins/stores.js'
+import storesPlugin, { type StoresPluginOptions } from './plugins/stores.js'
 import toolsPlugin from './plugins/tools.js'
 import llmPlugin from './plugins/llm.js'
 import streamsPlugin from './plugins/streams.js'
@@ -20,6 +21,8 @@ import authPlugin from './plugins/auth.js'
 import rateLimitPlugin from './plugins/rate-limit.js'
 import type { RateLimitStore } from './lib/stores/types.js'
 import { createErrorHandler } from './lib/http/errors.js'
+import { arrayLengthGuard, maxTotalCharsKeyword } from './lib/validation.js'
+import { BODY_LIMIT_BYTES } from './schemas/chat.js'
 import unversionedLayout from './routes/unversioned.js'
 import versionedLayout from './routes/api/versioned.js'
 
@@ -33,12 +36,11 @@ export interface BuildAppOptions {
   /** Replaces the configured model provider (still behind the concurrency limit). */
   provider?: LLMProvider
   extraRoutes?: { versioned?: FastifyPluginAsync, unversioned?: FastifyPluginAsync }
-  /** The rate-limit store, over any `app.rateLimitStore` decorator and the in-process default (tests). */
-  rateLimitStore?: RateLimitStore
+  /** Stores used instead of the configured ones (tests); found, like every store, as `app.stores`. */
+  stores?: StoresPluginOptions['overrides']
 }
 
-/** Default body limit of JSON routes; routes that take images set their own. */
-export const BODY_LIMIT_BYTES = 1024 * 1024
+export { BODY_LIMIT_BYTES }
 
 /** Paths and header names never written to logs. */
 export const REDACTED_LOG_PATHS = [
@@ -62,7 +64,8 @@ function createLogger (config: AppConfig, stream?: DestinationStream) {
 /** Builds the whole application; call `ready()` or `listen()` on the result. */
 export async function buildApp (options: BuildAppOptions = {}) {
   const config = options.config ?? loadConfig(options.env === undefined ? {} : { env: options.env })
-  const fastifyOptions: FastifyServerOptions = {
+  const requestTimeoutMs = Math.max(1, Math.round(config.REQUEST_TIMEOUT_SECONDS * 1000))
+  const fastifyOptions: FastifyHttpOptions<Server> = {
     loggerInstance: createLogger(config, options.logStream),
     // Fastify's two lines per request are replaced by one of ours (plugins/request-log.ts).
     logController: new LogController({ disableRequestLogging: true }),
@@ -70,17 +73,34 @@ export async function buildApp (options: BuildAppOptions = {}) {
     bodyLimit: BODY_LIMIT_BYTES,
     // Session ids may be 128 characters; Fastify's default of 100 would answer 414 to longer ones.
     routerOptions: { maxParamLength: 256 },
-    trustProxy: config.TRUST_PROXY,
+    trustProxy: config.trustProxy,
     // `__proto__` / `constructor.prototype` keys in a body are dropped, not answered as "invalid JSON".
     onProtoPoisoning: 'remove',
     onConstructorPoisoning: 'remove',
+    // A request whose headers and body have not arrived by then is cut (408, or closed). Node checks this
+    // every connectionsCheckingInterval (30 s by default, which would let a trickled body live 30 s longer).
+    requestTimeout: requestTimeoutMs,
+    http: { headersTimeout: requestTimeoutMs, connectionsCheckingInterval: Math.min(1000, Math.max(50, Math.round(requestTimeoutMs / 4))) },
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     // Above the 10 s each MCP server gets to connect at startup (plugins/tools.ts), with room to spare.
     pluginTimeout: 30_000,
-    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: true, useDefaults: true } },
+    // allErrors stays bounded: arrays over their maxItems are refused before Ajv (arrayLengthGuard below),
+    // every string has a maxLength, and a 422 lists at most MAX_VALIDATION_ISSUES issues.
+    ajv: {
+      customOptions: { coerceTypes: false, removeAdditional: false, allErrors: true, useDefaults: true },
+      plugins: [maxTotalCharsKeyword],
+    },
   }
   const app = Fastify(fastifyOptions).withTypeProvider<TypeBoxTypeProvider>()
+
+  // Ajv walks every item of an over-long array: such a body is refused (422) before validation instead.
+  app.addHook('onRoute', (route) => {
+    const guard = arrayLengthGuard(route.schema?.body)
+    if (guard === null) return
+    const hooks = route.preValidation === undefined ? [] : [route.preValidation].flat()
+    route.preValidation = [async (request) => { guard(request.body) }, ...hooks]
+  })
 
   // JSON only: any other body type is 415, not a string that fails validation as 422.
   app.removeContentTypeParser('text/plain')
@@ -90,13 +110,14 @@ export async function buildApp (options: BuildAppOptions = {}) {
   await app.register(requestLogPlugin)
   // Order matters: app-level onRequest hooks run in registration order, and only reach routes
   // registered after them. Metrics first (it counts every request: 401, 429, 404, CORS preflights);
-  // CORS answers preflights before auth; auth sets the identity the rate limit keys on; the rate
-  // limit exempts open routes; the docs routes come after all of them (they are marked open).
+  // CORS answers preflights before auth; auth sets the identity the rate limit keys on (and answers
+  // 401 in preParsing, after the limit counted the request); the rate limit exempts open routes; the
+  // docs routes come after all of them (they are marked open).
   await app.register(metricsPlugin)
   await app.register(corsPlugin)
-  await app.register(storesPlugin)
+  await app.register(storesPlugin, { overrides: options.stores })
   await app.register(authPlugin)
-  await app.register(rateLimitPlugin, { store: options.rateLimitStore ?? app.stores.rateLimit })
+  await app.register(rateLimitPlugin)
   await app.register(docsPlugin)
   await app.register(toolsPlugin)
   await app.register(llmPlugin, options.provider ? { provider: options.provider } : {})

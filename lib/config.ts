@@ -1,5 +1,6 @@
 // Loads and resolves the service configuration: env-schema validation, then derived settings.
 import { envSchema } from 'env-schema'
+import { isIP } from 'node:net'
 import { EnvSchema, type Env } from '../schemas/config.js'
 import { ConfigError } from './errors.js'
 import { resolveModels } from './models.js'
@@ -56,6 +57,39 @@ export function loadConfig (options: LoadConfigOptions = {}) {
   return resolveConfig(env, source)
 }
 
+/** Names proxy-addr (Fastify's trustProxy) accepts for whole ranges. */
+const PROXY_RANGE_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal'])
+
+function isAddressOrCidr (item: string): boolean {
+  if (PROXY_RANGE_NAMES.has(item)) return true
+  const [address = '', prefix, ...rest] = item.split('/')
+  const family = isIP(address)
+  if (family === 0 || rest.length > 0) return false
+  if (prefix === undefined) return true
+  return /^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128)
+}
+
+/**
+ * TRUST_PROXY as Fastify's `trustProxy`: `false`; `true` (every hop); a hop count, given as a function of
+ * the hop index (Fastify 5.12 makes a numeric trustProxy trust nothing); or a list of addresses/CIDRs.
+ */
+export function resolveTrustProxy (value: string): boolean | string[] | ((address: string, hop: number) => boolean) {
+  const text = value.trim().toLowerCase()
+  if (text === 'false' || text === '') return false
+  if (text === 'true') return true
+  if (/^\d+$/.test(text)) {
+    const hops = Number(text)
+    if (hops === 0) return false
+    return (_address, hop) => hop < hops
+  }
+  const items = splitList(text)
+  const bad = items.find((item) => !isAddressOrCidr(item))
+  if (bad !== undefined || items.length === 0) {
+    throw new ConfigError(`Invalid configuration: TRUST_PROXY must be false, true, a hop count or a comma list of addresses/CIDRs (got ${JSON.stringify(value)})`)
+  }
+  return items
+}
+
 /**
  * Turns validated variables into typed settings; throws ConfigError on inconsistent combinations.
  * `vars` holds the variables a MODELS_FILE's `api_key_env` may name (the environment the config came from).
@@ -90,6 +124,8 @@ export function resolveConfig (env: Env, vars: Record<string, string | undefined
     apiKeys: splitList(env.API_KEYS),
     corsOrigins,
     corsAnyOrigin: corsOrigins.includes('*'),
+    /** Fastify's `trustProxy` from TRUST_PROXY. */
+    trustProxy: resolveTrustProxy(env.TRUST_PROXY),
   }
 }
 

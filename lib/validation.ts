@@ -1,6 +1,12 @@
 // Turns Ajv/Fastify validation failures into the `{detail: [{loc, msg, type}]}` body of DECISIONS section 4.
+import { MAX_TOTAL_CHARS_KEYWORD, MAX_TOTAL_TEXT_CHARS } from '../schemas/common.js'
 
 export interface ValidationIssue { loc: Array<string | number>, msg: string, type: string }
+
+/** Most issues a 422 lists (the first ones): the answer stays small whatever the body held. */
+export const MAX_VALIDATION_ISSUES = 20
+
+export { MAX_TOTAL_CHARS_KEYWORD, MAX_TOTAL_TEXT_CHARS }
 
 interface AjvError {
   instancePath: string
@@ -36,6 +42,7 @@ function issueType (error: AjvError): string {
     case 'const': return 'literal_error'
     case 'pattern': return 'string_pattern_mismatch'
     case 'anyOf': return 'union_tag_invalid'
+    case MAX_TOTAL_CHARS_KEYWORD: return 'too_long'
     default: return 'value_error'
   }
 }
@@ -92,12 +99,15 @@ function resolveUnions (errors: AjvError[]): AjvError[] {
     for (const error of remaining) {
       if (!error.schemaPath.startsWith(`${union}/`)) continue
       const branch = error.schemaPath.slice(union.length + 1).split('/', 1)[0] ?? ''
-      branches.set(branch, [...(branches.get(branch) ?? []), error])
+      const list = branches.get(branch)
+      if (list === undefined) branches.set(branch, [error])
+      else list.push(error)
     }
     let best: AjvError[] = []
     let bestDepth = -1
     for (const list of branches.values()) {
-      const furthest = Math.max(...list.map(depth))
+      let furthest = -1
+      for (const error of list) furthest = Math.max(furthest, depth(error))
       if (furthest > bestDepth || (furthest === bestDepth && list.length < best.length)) {
         best = list
         bestDepth = furthest
@@ -108,13 +118,78 @@ function resolveUnions (errors: AjvError[]): AjvError[] {
   }
 }
 
-/** Maps Ajv errors of one request part (`body`, `querystring`, `params`) to validation issues. */
+/**
+ * Maps Ajv errors of one request part (`body`, `querystring`, `params`) to validation issues: the first
+ * {@link MAX_VALIDATION_ISSUES} of them. Linear in the number of errors.
+ */
 export function toValidationIssues (context: string, errors: AjvError[]): ValidationIssue[] {
-  return resolveUnions(errors).map((error) => ({
+  return resolveUnions(errors).slice(0, MAX_VALIDATION_ISSUES).map((error) => ({
     loc: location(context, error),
     msg: issueMessage(error),
     type: issueType(error),
   }))
+}
+
+/**
+ * Ajv plugin adding {@link MAX_TOTAL_CHARS_KEYWORD}: on an array of `{content: string}` items, the summed
+ * length of their `content` must not exceed the keyword's value (`x-` so OpenAPI tools accept it as an extension).
+ */
+export function maxTotalCharsKeyword<T extends { addKeyword (definition: unknown): unknown }> (ajv: T): T {
+  const validate = Object.assign((limit: number, data: unknown): boolean => {
+    if (!Array.isArray(data)) return true
+    let total = 0
+    for (const item of data) {
+      const content = (item as { content?: unknown } | null)?.content
+      if (typeof content === 'string') total += content.length
+    }
+    if (total <= limit) return true
+    validate.errors = [{
+      keyword: MAX_TOTAL_CHARS_KEYWORD,
+      message: `should have at most ${limit} characters of message text in all (got ${total})`,
+      params: { limit },
+    }]
+    return false
+  }, { errors: null as unknown })
+  ajv.addKeyword({ keyword: MAX_TOTAL_CHARS_KEYWORD, type: 'array', schemaType: 'number', errors: true, validate })
+  return ajv
+}
+
+interface SchemaNode { type?: unknown, maxItems?: unknown, properties?: Record<string, SchemaNode>, anyOf?: SchemaNode[] }
+
+/** Top-level body fields that are arrays with a `maxItems`, directly or in a union branch: field -> largest maxItems. */
+function topLevelArrayLimits (schema: SchemaNode, limits = new Map<string, number>()): Map<string, number> {
+  for (const branch of schema.anyOf ?? []) topLevelArrayLimits(branch, limits)
+  for (const [field, property] of Object.entries(schema.properties ?? {})) {
+    for (const node of [property, ...(property.anyOf ?? [])]) {
+      if (node.type !== 'array' || typeof node.maxItems !== 'number') continue
+      limits.set(field, Math.max(limits.get(field) ?? 0, node.maxItems))
+    }
+  }
+  return limits
+}
+
+/**
+ * A check to run before schema validation: Ajv (with allErrors) walks every item of an array even when
+ * the array is over its `maxItems`, so an over-long top-level array is refused here first, as one issue.
+ * Returns null for a body schema with no bounded top-level arrays.
+ */
+export function arrayLengthGuard (bodySchema: unknown): ((body: unknown) => void) | null {
+  if (typeof bodySchema !== 'object' || bodySchema === null) return null
+  const limits = [...topLevelArrayLimits(bodySchema as SchemaNode)]
+  if (limits.length === 0) return null
+  return (body) => {
+    if (typeof body !== 'object' || body === null) return
+    for (const [field, maxItems] of limits) {
+      const value = (body as Record<string, unknown>)[field]
+      if (Array.isArray(value) && value.length > maxItems) {
+        throw new RequestValidationError([{
+          loc: ['body', field],
+          msg: `Input must NOT have more than ${maxItems} items`,
+          type: 'too_long',
+        }])
+      }
+    }
+  }
 }
 
 /** An error the error handlers answer 422 with the given issues (for checks a schema cannot express). */
@@ -123,7 +198,8 @@ export class RequestValidationError extends Error {
   readonly statusCode = 422
   readonly issues: ValidationIssue[]
   constructor (issues: ValidationIssue[]) {
-    super(issues.map((issue) => issue.msg).join('; '))
-    this.issues = issues
+    const kept = issues.slice(0, MAX_VALIDATION_ISSUES)
+    super(kept.map((issue) => issue.msg).join('; '))
+    this.issues = kept
   }
 }

@@ -73,20 +73,32 @@ export default fp(async (app) => {
 
   app.decorateRequest('identity', '')
 
+  // Requests that failed authentication: answered 401 in preParsing, after the rate limit's onRequest
+  // hook has counted them against the client IP's window (key guessing is throttled like any traffic).
+  const refused = new WeakSet<FastifyRequest>()
+
   app.addHook('onRequest', async (request) => {
     const bearer = authOn ? bearerToken(request.headers.authorization) : undefined
     const bearerIdentity = bearer === undefined ? undefined : identityOfKey(bearer)
     const bearerValid = bearerIdentity !== undefined
     if (bearerValid) {
       request.identity = bearerIdentity
+    } else if (authOn && !isOpenRoute(request)) {
+      request.identity = `ip:${request.ip}`
+      refused.add(request)
     } else {
       const headerKey = request.headers['x-api-key']
       // An arbitrary X-API-Key must not buy a fresh quota: only a configured key names the caller.
       const headerIdentity = authOn && typeof headerKey === 'string' ? identityOfKey(headerKey) : undefined
       request.identity = headerIdentity ?? `ip:${request.ip}`
     }
-    if (authOn && !bearerValid && !isOpenRoute(request)) throw unauthorized()
   })
+  if (authOn) {
+    app.addHook('preParsing', async (request, _reply, payload) => {
+      if (refused.has(request)) throw unauthorized()
+      return payload
+    })
+  }
 
   // The OpenAPI document shows which operations need the bearer key (the scheme is in plugins/docs.ts).
   if (authOn) {

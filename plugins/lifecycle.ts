@@ -1,7 +1,7 @@
 // Lifecycle plugin: draining state for graceful shutdown, the readiness checks behind /ready, and the one
 // per-request 'close' listener that request logging and metrics share.
 import fp from 'fastify-plugin'
-import type { FastifyReply } from 'fastify'
+import type { FastifyBaseLogger, FastifyReply } from 'fastify'
 import type { ServerResponse } from 'node:http'
 
 export type ReadinessCheck = () => Promise<void>
@@ -18,7 +18,7 @@ export function finalStatus (reply: FastifyReply): number {
 const kReply = Symbol('lifecycle reply')
 type TrackedResponse = ServerResponse & { [kReply]?: FastifyReply }
 
-function createLifecycle () {
+function createLifecycle (log: FastifyBaseLogger) {
   const checks = new Map<string, ReadinessCheck>()
   const statuses = new Map<string, ReadinessStatus>()
   const forceClosers: Array<() => void> = []
@@ -51,7 +51,9 @@ function createLifecycle () {
           results[name] = 'ok'
         } catch (error) {
           ok = false
-          results[name] = `failed: ${(error as Error).message}`
+          // The probe answer names the check only: a driver's error may carry addresses or credentials.
+          results[name] = 'failed: unavailable'
+          log.warn({ check: name, err: error }, 'readiness check failed')
         }
       }))
       for (const [name, status] of statuses) results[name] = status()
@@ -66,7 +68,7 @@ declare module 'fastify' {
 }
 
 export default fp(async (app) => {
-  const lifecycle = createLifecycle()
+  const lifecycle = createLifecycle(app.log)
   app.decorate('lifecycle', lifecycle)
   // A callback hook and one shared listener: nothing allocated per request on this hot path.
   function closed (this: TrackedResponse) {

@@ -1,199 +1,116 @@
-// Rate limits (SPEC section 8, DECISIONS section 7) on @fastify/rate-limit, over our RateLimitStore.
+// Rate limits (SPEC section 8, DECISIONS section 7): one onRequest hook over the RateLimitStore in app.stores.
 //
 // - Global: RATE_LIMIT_PER_MINUTE per caller identity (plugins/auth.ts) per RATE_LIMIT_WINDOW_SECONDS,
-//   sliding window, on every route except open ones (`config: { open: true }`).
-// - Chat: a route with `config: { chatRateLimit: true }` also gets CHAT_RATE_LIMIT_PER_MINUTE per client
-//   IP in the same window, checked first (own key namespace `chat:`).
-// - A refused request (429 `{detail}`, Retry-After) is not recorded: when the global limit refuses a
-//   request the chat limit let through, its chat hit is undone. A failing store (Redis down) lets the
+//   sliding window, on every route except open ones (`config: { open: true }`) and unmatched requests.
+// - Chat: a route with `config: { chatRateLimit: true }` (POST /chat, POST /chat/stream) also gets
+//   CHAT_RATE_LIMIT_PER_MINUTE per identity (the key with auth on, else the client IP), checked first.
+// - Failed authentication: the identity is the client IP, so 401s count against its global window (the
+//   auth plugin answers 401 after this hook, in preParsing).
+// - A refused request (429 `{detail}`, Retry-After) is not recorded: the hits the limits checked before it
+//   recorded are undone. The headers describe the limit closest to refusing. A failing store lets the
 //   request through, logs an error and counts agent_rate_limit_store_errors_total.
-//
-// The store: the plugin option `store`, else an `app.rateLimitStore` decorated by a plugin registered
-// earlier (the Redis stores), else an in-process sliding-window log created (and closed) here. The
-// store in use is always available as `app.rateLimitStore`.
 import fp from 'fastify-plugin'
-import rateLimit, { normalizeIP } from '@fastify/rate-limit'
-import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler, onSendAsyncHookHandler, RouteOptions } from 'fastify'
+import { normalizeIP } from '@fastify/rate-limit'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import { HttpError } from '../lib/errors.js'
-import { createMemoryRateLimitStore } from '../lib/stores/memory.js'
-import type { RateLimitHit, RateLimitStore } from '../lib/stores/types.js'
+import type { RateLimitHit } from '../lib/stores/types.js'
 import { endpointLabel } from './metrics.js'
 import { isOpenRoute } from './auth.js'
 
 declare module 'fastify' {
-  interface FastifyInstance {
-    /** The store behind every rate limit; a plugin registered before this one may provide it. */
-    rateLimitStore: RateLimitStore
-  }
   interface FastifyContextConfig {
-    /** Also apply the per-IP POST /chat limit (CHAT_RATE_LIMIT_PER_MINUTE) to this route. */
+    /** Also apply the POST /chat limit (CHAT_RATE_LIMIT_PER_MINUTE) to this route. */
     chatRateLimit?: boolean
   }
 }
 
-export interface RateLimitPluginOptions {
-  /** Overrides the decorator and the in-process default (tests: a clock-controlled or failing store). */
-  store?: RateLimitStore
-}
-
-/** Route config of a route that takes the extra per-IP chat limit: `config: { ...chatRouteRateLimit }`. */
+/** Route config of a route that takes the extra chat limit: `config: { ...chatRouteRateLimit }`. */
 export const chatRouteRateLimit = { chatRateLimit: true } as const
 
 export const TOO_MANY_REQUESTS = 'Too many requests, please try again later'
 
-type StoreCallback = (error: Error | null, result?: { current: number, ttl: number }) => void
+/** One limit: its name (the key namespace, `global` or `chat`) and how many requests a window holds. */
+interface Limit { name: string, max: number }
 
-/** Milliseconds until retry: a refusal always says when to retry, so Retry-After is at least one second. */
-function ttlOf (hit: RateLimitHit): number {
-  return hit.allowed ? Math.max(0, hit.resetMs) : Math.max(1, hit.resetMs)
+/** A limit's hit on one request: what the headers report, and the token to undo it. */
+interface Granted { limit: Limit, key: string, hit: RateLimitHit }
+
+/** Seconds until a slot frees: a refusal always says when to retry, so at least one second. */
+function resetSeconds (hit: RateLimitHit): number {
+  return Math.ceil((hit.allowed ? Math.max(0, hit.resetMs) : Math.max(1, hit.resetMs)) / 1000)
 }
 
-/**
- * A @fastify/rate-limit store class over a RateLimitStore. The library calls `incr(key, cb, windowMs,
- * max)` and expects `{current, ttl}`: it answers 429 when current > max (our store reports max + 1 for a
- * refused, unrecorded hit), remaining = max - current, and Reset/Retry-After = ceil(ttl / 1000) seconds.
- */
-function storeClass (store: RateLimitStore, onError: (error: Error, key: string) => void) {
-  return class RateLimitStoreAdapter {
-    incr (key: string, callback: StoreCallback, timeWindow: number, max: number): void {
-      let pending: Promise<RateLimitHit>
-      try {
-        pending = store.hit(key, max, timeWindow)
-      } catch (error) {
-        pending = Promise.reject(error)
-      }
-      pending.then((hit) => {
-        callback(null, { current: hit.current, ttl: ttlOf(hit) })
-      }, (error: unknown) => {
-        const err = error instanceof Error ? error : new Error(String(error))
-        onError(err, key)
-        callback(err)
-      })
-    }
-
-    child (): RateLimitStoreAdapter {
-      return this
-    }
-  }
-}
-
-function asArray<T> (hooks: T | T[] | undefined): T[] {
-  return hooks === undefined ? [] : Array.isArray(hooks) ? hooks : [hooks]
-}
-
-function setLimitHeaders (reply: FastifyReply, limit: number, remaining: number, resetSeconds: number) {
+function setLimitHeaders (reply: FastifyReply, limit: number, remaining: number, reset: number) {
   reply.header('x-ratelimit-limit', limit)
   reply.header('x-ratelimit-remaining', remaining)
-  reply.header('x-ratelimit-reset', resetSeconds)
+  reply.header('x-ratelimit-reset', reset)
 }
 
-export default fp<RateLimitPluginOptions>(async (app, options) => {
+/** The identity a limit keys on; IPv6 clients are grouped by /64 (one host controls a whole /64). */
+function limitIdentity (request: FastifyRequest): string {
+  return request.identity.startsWith('ip:') ? `ip:${normalizeIP(request.ip)}` : request.identity
+}
+
+export default fp(async (app) => {
   const { config, metrics } = app
-  let store = options.store
-  if (store === undefined && app.hasDecorator('rateLimitStore')) store = app.rateLimitStore
-  if (store === undefined) {
-    const own = createMemoryRateLimitStore()
-    app.addHook('onClose', async () => { await own.close() })
-    store = own
-  }
-  if (!app.hasDecorator('rateLimitStore')) app.decorate('rateLimitStore', store)
-
+  const store = app.stores.rateLimit
   const windowMs = Math.max(1, Math.round(config.RATE_LIMIT_WINDOW_SECONDS * 1000))
-  const tooManyRequests = () => new HttpError(429, TOO_MANY_REQUESTS)
-  const countRefused = (request: FastifyRequest) => { metrics.rateLimited.inc({ endpoint: endpointLabel(request) }) }
-  const storeFailed = (error: unknown, key: string) => {
-    metrics.rateLimitStoreErrors.inc()
-    app.log.error({ err: error, limit: key.split(':', 1)[0] }, 'rate-limit store failed; request let through')
-  }
-  // Requests the global limit refused (its onExceeded), so their chat hit can be given back.
-  const refusedGlobally = new WeakSet<FastifyRequest>()
+  const global: Limit = { name: 'global', max: config.RATE_LIMIT_PER_MINUTE }
+  const chat: Limit = { name: 'chat', max: config.CHAT_RATE_LIMIT_PER_MINUTE }
+  const chatLimits = [chat, global]
+  const globalLimits = [global]
 
-  // IPv6 clients are grouped by /64, as @fastify/rate-limit does: one host controls a whole /64.
-  const clientKey = (request: FastifyRequest) => `ip:${normalizeIP(request.ip)}`
-
-  // Open routes are exempt: no limiter hook at all when the route is marked open before this plugin's
-  // onRoute runs, and the allowList catches the rest at request time (e.g. the docs routes, marked by
-  // a hook of their own scope, which runs after the inherited ones).
-  app.addHook('onRoute', (route) => {
-    if (route.config?.open === true) route.config = { ...route.config, rateLimit: false }
-  })
-
-  await app.register(rateLimit, {
-    global: true,
-    hook: 'onRequest',
-    max: config.RATE_LIMIT_PER_MINUTE,
-    timeWindow: windowMs,
-    store: storeClass(store, storeFailed),
-    skipOnError: true,
-    allowList: (request) => isOpenRoute(request),
-    keyGenerator: (request) => `global:${request.identity.startsWith('ip:') ? clientKey(request) : request.identity}`,
-    errorResponseBuilder: tooManyRequests,
-    onExceeded: (request) => {
-      countRefused(request)
-      refusedGlobally.add(request)
-    },
-  })
-
-  // The per-IP chat limit: checked before the global one, so a request it refuses costs no global quota.
-  // It calls the store itself (not app.createRateLimit) to keep the hit's token for `undo`.
-  const chatMax = config.CHAT_RATE_LIMIT_PER_MINUTE
-  interface ChatHit { key: string, token: string | undefined, remaining: number, resetSeconds: number }
-  const chatChecked = new WeakSet<FastifyRequest>()
-  const chatHits = new WeakMap<FastifyRequest, ChatHit>()
-
-  const chatGate: onRequestAsyncHookHandler = async function chatGate (request, reply) {
-    if (chatChecked.has(request) || isOpenRoute(request)) return
-    chatChecked.add(request)
-    const key = `chat:${clientKey(request)}`
-    let hit: RateLimitHit
+  async function hit (limit: Limit, key: string): Promise<RateLimitHit> {
     try {
-      hit = await store.hit(key, chatMax, windowMs)
+      return await store.hit(key, limit.max, windowMs)
     } catch (error) {
-      storeFailed(error, key)
-      // Fail open, reporting what the library reports for a failed store: nothing used, no reset.
-      hit = { current: 0, allowed: true, resetMs: 0 }
-    }
-    const resetSeconds = Math.ceil(ttlOf(hit) / 1000)
-    if (hit.allowed) {
-      chatHits.set(request, { key, token: hit.token, remaining: Math.max(0, chatMax - hit.current), resetSeconds })
-      return
-    }
-    setLimitHeaders(reply, chatMax, 0, resetSeconds)
-    reply.header('retry-after', resetSeconds)
-    countRefused(request)
-    throw tooManyRequests()
-  }
-
-  // After both limits passed: the headers describe whichever limit is closer to refusing.
-  const chatHeaders: onRequestAsyncHookHandler = async function chatHeaders (request, reply) {
-    const hit = chatHits.get(request)
-    if (hit === undefined) return
-    const globalRemaining = Number(reply.getHeader('x-ratelimit-remaining'))
-    if (Number.isNaN(globalRemaining) || hit.remaining <= globalRemaining) {
-      setLimitHeaders(reply, chatMax, hit.remaining, hit.resetSeconds)
+      metrics.rateLimitStoreErrors.inc()
+      app.log.error({ err: error, limit: limit.name }, 'rate-limit store failed; request let through')
+      // Fail open: nothing counted, nothing to wait for.
+      return { current: 0, allowed: true, resetMs: 0 }
     }
   }
 
-  // The global limit refused a request the chat limit let through: a refused request is not counted,
-  // so take its chat hit back before the 429 goes out (best effort: a store error is logged, not thrown).
-  const chatUndo: onSendAsyncHookHandler = async function chatUndo (request) {
-    const hit = chatHits.get(request)
-    if (hit?.token === undefined || !refusedGlobally.has(request)) return
-    chatHits.delete(request)
-    try {
-      await store.undo(hit.key, hit.token)
-    } catch (error) {
-      // Logged only: agent_rate_limit_store_errors_total counts requests let through, and this one was refused.
-      request.log.error({ err: error, limit: 'chat' }, 'rate-limit store failed; chat hit of a refused request not undone')
+  /** Gives back the hits of a refused request (best effort: a store error is logged, not thrown). */
+  async function undo (request: FastifyRequest, granted: Granted[]): Promise<void> {
+    for (const { limit, key, hit: recorded } of granted) {
+      if (recorded.token === undefined) continue
+      try {
+        await store.undo(key, recorded.token)
+      } catch (error) {
+        request.log.error({ err: error, limit: limit.name }, `rate-limit store failed; ${limit.name} hit of a refused request not undone`)
+      }
     }
   }
 
-  // Runs after the library's onRoute, which has appended the global limiter to the route's onRequest.
-  app.addHook('onRoute', (route: RouteOptions) => {
-    if (route.config?.chatRateLimit !== true) return
-    const hooks = asArray(route.onRequest)
-    if (hooks.includes(chatGate)) return
-    route.onRequest = [chatGate, ...hooks, chatHeaders]
-    route.onSend = [...asArray(route.onSend), chatUndo]
+  app.addHook('onRequest', async function rateLimit (request, reply) {
+    if (isOpenRoute(request)) return
+    const limits = request.routeOptions.config.chatRateLimit === true ? chatLimits : globalLimits
+    const identity = limitIdentity(request)
+    const granted: Granted[] = []
+    for (const limit of limits) {
+      const key = `${limit.name}:${identity}`
+      const result = await hit(limit, key)
+      if (!result.allowed) {
+        await undo(request, granted)
+        const reset = resetSeconds(result)
+        setLimitHeaders(reply, limit.max, 0, reset)
+        reply.header('retry-after', reset)
+        metrics.rateLimited.inc({ endpoint: endpointLabel(request) })
+        throw new HttpError(429, TOO_MANY_REQUESTS)
+      }
+      granted.push({ limit, key, hit: result })
+    }
+    // The limit closest to refusing (the first on a tie) is the one the client needs to hear about.
+    let tightest: Granted | undefined
+    let tightestRemaining = Number.POSITIVE_INFINITY
+    for (const entry of granted) {
+      const remaining = Math.max(0, entry.limit.max - entry.hit.current)
+      if (remaining < tightestRemaining) {
+        tightest = entry
+        tightestRemaining = remaining
+      }
+    }
+    if (tightest !== undefined) setLimitHeaders(reply, tightest.limit.max, tightestRemaining, resetSeconds(tightest.hit))
   })
-}, { name: 'rate-limit', dependencies: ['config', 'metrics', 'auth'], fastify: '5.x' })
+}, { name: 'rate-limit', dependencies: ['config', 'metrics', 'stores', 'auth'], fastify: '5.x' })

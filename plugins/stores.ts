@@ -28,7 +28,12 @@ declare module 'fastify' {
   interface FastifyInstance { stores: Stores }
 }
 
-export default fp(async (app) => {
+export interface StoresPluginOptions {
+  /** Stores used instead of the configured ones (tests: a clock-controlled or failing store); closed with the app. */
+  overrides?: Partial<Omit<Stores, 'kind'>> | undefined
+}
+
+export default fp<StoresPluginOptions>(async (app, options) => {
   const config = app.config
   let stores: Stores
   if (config.REDIS_URL === '') {
@@ -36,7 +41,10 @@ export default fp(async (app) => {
       kind: 'memory',
       sessions: createMemorySessionStore({ ttlSeconds: config.SESSION_TTL_SECONDS, maxSessions: config.MAX_SESSIONS }),
       rateLimit: createMemoryRateLimitStore(),
-      conversations: createMemoryConversationLog({ maxEntries: config.CONVERSATION_LOG_MAX }),
+      conversations: createMemoryConversationLog({
+        maxEntries: config.CONVERSATION_LOG_MAX,
+        maxBytes: Math.round(config.CONVERSATION_LOG_MAX_MB * 1024 * 1024),
+      }),
       streamLog: createMemoryStreamLog({ ttlSeconds: config.STREAM_RESUME_TTL_SECONDS }),
       chatStreams: createMemoryChatStreamIndex({ ttlSeconds: config.STREAM_RESUME_TTL_SECONDS, maxEntries: config.MAX_SESSIONS }),
     }
@@ -89,6 +97,7 @@ export default fp(async (app) => {
     })
     app.addHook('onClose', async () => { await closeRedisClient(redis) })
   }
+  Object.assign(stores, options.overrides)
   app.decorate('stores', stores)
   app.metrics.setActiveSessionsSource(() => stores.sessions.count())
   app.addHook('onClose', async () => {

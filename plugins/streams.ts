@@ -7,10 +7,11 @@ declare module 'fastify' {
 }
 
 export default fp(async (app) => {
-  const registry = createSseRegistry()
+  // A stream whose client reads nothing for STREAM_STALL_SECONDS is closed as a disconnect (lib/sse.ts).
+  const registry = createSseRegistry({ stallMs: app.config.STREAM_STALL_SECONDS * 1000 })
   app.decorate('streams', registry)
   app.lifecycle.onForceClose(() => {
     const closed = registry.closeAll((writer) => writer.formatError('Server is shutting down'))
     if (closed > 0) app.log.warn({ closed }, 'closed open streams at the end of the grace period')
   })
-}, { name: 'streams', dependencies: ['lifecycle'], fastify: '5.x' })
+}, { name: 'streams', dependencies: ['config', 'lifecycle'], fastify: '5.x' })

@@ -61,6 +61,7 @@ const sessionChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
   })
 
   app.post('/chat/stream', {
+    config: { chatRateLimit: true },
     schema: {
       tags: ['agent'],
       summary: 'Chat with the agent in a session as an SSE stream of text chunks',

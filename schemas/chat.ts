@@ -1,10 +1,16 @@
 // Request and response schemas of the chat routes (SPEC section 2, DECISIONS section 4), built from the config.
 import { Type, type Static } from 'typebox'
+import { MAX_TOTAL_CHARS_KEYWORD, MAX_TOTAL_TEXT_CHARS } from './common.js'
+
+/** Default body limit of JSON routes; /api/v2/chat adds room per image (routes/api/v2/multimodal-chat.ts). */
+export const BODY_LIMIT_BYTES = 1024 * 1024
 
 /** Longest base64 text of one image: 5 MB decoded, plus room for a `data:` URL prefix. */
 export const MAX_IMAGE_BYTES = 5 * 1024 * 1024
 export const MAX_IMAGES = 20
 export const MAX_IMAGE_CHARS = Math.ceil(MAX_IMAGE_BYTES / 3) * 4 + 64
+/** Most messages one request may carry (DECISIONS section 4). */
+export const MAX_MESSAGES = 1000
 
 /** Most tool names one request may enable. */
 export const MAX_REQUEST_TOOLS = 128
@@ -26,6 +32,14 @@ const resumableField = {
       '`Content-Location` (the resume URL), every event an `id:` line; resume with GET on that URL, cancel with POST <URL>/cancel',
   })),
 }
+
+/** A request's conversation: 1 to MAX_MESSAGES messages, at most MAX_TOTAL_TEXT_CHARS characters in all. */
+const MessageList = () => Type.Array(ChatMessage, {
+  minItems: 1,
+  maxItems: MAX_MESSAGES,
+  [MAX_TOTAL_CHARS_KEYWORD]: MAX_TOTAL_TEXT_CHARS,
+  description: `The conversation, oldest first: 1 to ${MAX_MESSAGES} messages, at most ${MAX_TOTAL_TEXT_CHARS} characters of text in all`,
+})
 
 /** The AgentRequest fields /api/v1/chat also accepts; `models` is the allowed model list. */
 function agentFields (models: readonly string[]) {
@@ -50,7 +64,7 @@ function agentFields (models: readonly string[]) {
 
 export function chatRequestSchema (models: readonly string[]) {
   return Type.Object({
-    messages: Type.Array(ChatMessage, { minItems: 1, description: 'The conversation, oldest first' }),
+    messages: MessageList(),
     stream: Type.Optional(Type.Boolean({ description: 'Default false. Answer as an SSE stream (as /api/v1/chat/stream)' })),
     ...resumableField,
     ...agentFields(models),
@@ -71,7 +85,7 @@ export function v1ChatBodySchema (models: readonly string[]) {
 
 export function multimodalRequestSchema (models: readonly string[]) {
   return Type.Object({
-    messages: Type.Array(ChatMessage, { minItems: 1, description: 'The conversation, oldest first' }),
+    messages: MessageList(),
     images: Type.Optional(Type.Union([
       Type.Array(Type.String({ minLength: 1, maxLength: MAX_IMAGE_CHARS }), { maxItems: MAX_IMAGES }),
       Type.Null(),

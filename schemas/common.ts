@@ -1,6 +1,12 @@
 // Shared schemas: the error bodies of SPEC section 7 / DECISIONS section 4, declared once for validation and docs.
 import { Type } from 'typebox'
 
+/** Most characters of message text one request may carry, all messages together (DECISIONS section 4). */
+export const MAX_TOTAL_TEXT_CHARS = 4_000_000
+
+/** Schema keyword bounding the summed `content` length of a message array (lib/validation.ts adds it to Ajv). */
+export const MAX_TOTAL_CHARS_KEYWORD = 'x-max-total-chars'
+
 export const ValidationIssue = Type.Object({
   loc: Type.Array(Type.Union([Type.String(), Type.Integer()]), { description: 'Where the problem is: body, querystring or params, then the field path' }),
   msg: Type.String({ description: 'What is wrong' }),

@@ -33,7 +33,10 @@ export const EnvSchema = Type.Object({
   RATE_LIMIT_WINDOW_SECONDS: Seconds(60, 'Sliding window length'),
   API_KEYS: Type.String({ default: '', description: 'Comma list of valid bearer keys; empty turns auth off' }),
   CORS_ORIGINS: Type.String({ default: 'http://localhost:3000', description: 'Comma list of allowed origins, or *' }),
-  TRUST_PROXY: Type.Boolean({ default: false, description: 'Honour X-Forwarded-For' }),
+  TRUST_PROXY: Type.String({
+    default: 'false',
+    description: 'Which proxies may set X-Forwarded-For: false, a hop count (1), or a comma list of addresses/CIDRs; true trusts every hop (warned)',
+  }),
   REDIS_URL: Type.String({ default: '', description: 'Redis URL; empty keeps stores in process' }),
   REDIS_PREFIX: Type.String({ default: 'agentchat:', description: 'Namespace of every Redis key' }),
   SESSION_TTL_SECONDS: Int(86_400, 1, 'Idle session expiry'),

@@ -13,5 +13,5 @@ export const VersionedHealthBody = Type.Object({
 
 export const ReadyBody = Type.Object({
   status: Type.String({ description: '`ready` or `not_ready`' }),
-  checks: Type.Record(Type.String(), Type.String(), { description: 'Each dependency: `ok` or `failed: <reason>`; each MCP server (`mcp:<name>`): `ok`, `connecting: <reason>` or `down: <reason>`, never failing readiness' }),
+  checks: Type.Record(Type.String(), Type.String(), { description: 'Each dependency: `ok`, or `failed: unavailable` (details go to the log, never to this answer); each MCP server (`mcp:<name>`): `ok`, `connecting: <reason>` or `down: <reason>`, never failing readiness' }),
 })

@@ -51,7 +51,7 @@ test('coercion of strings to numbers, booleans and lists', async (t) => {
   })
   t.equal(config.PORT, 9001)
   t.equal(config.DEBUG, true)
-  t.equal(config.TRUST_PROXY, true)
+  t.equal(config.trustProxy, true)
   t.equal(config.MODEL_TEMPERATURE, 1.5)
   t.same(config.apiKeys, ['k1', 'k2'])
   t.same(config.corsOrigins, ['https://a.example', 'https://b.example'])

@@ -8,6 +8,7 @@ import { sampleValue, settle } from './helpers/metrics.js'
 import { createMemoryRateLimitStore } from '../lib/stores/memory.js'
 import type { RateLimitStore } from '../lib/stores/types.js'
 import rateLimitPlugin, { chatRouteRateLimit, TOO_MANY_REQUESTS } from '../plugins/rate-limit.js'
+import type { Stores } from '../plugins/stores.js'
 import configPlugin from '../plugins/config.js'
 import metricsPlugin from '../plugins/metrics.js'
 import lifecyclePlugin from '../plugins/lifecycle.js'
@@ -47,7 +48,7 @@ test('exactly N requests pass, the next is 429 with the detail body, Retry-After
   const clock = manualClock()
   const store = createMemoryRateLimitStore({ now: () => clock.now })
   t.teardown(() => store.close())
-  const { app } = await buildTestApp(t, { RATE_LIMIT_PER_MINUTE: '3' }, { extraRoutes, rateLimitStore: store })
+  const { app } = await buildTestApp(t, { RATE_LIMIT_PER_MINUTE: '3' }, { extraRoutes, stores: { rateLimit: store } })
 
   for (let i = 1; i <= 3; i++) {
     clock.at(i * 1000)
@@ -76,7 +77,7 @@ test('Retry-After is a whole number of seconds, at least 1, even a millisecond b
   const clock = manualClock()
   const store = createMemoryRateLimitStore({ now: () => clock.now })
   t.teardown(() => store.close())
-  const { app } = await buildTestApp(t, { RATE_LIMIT_PER_MINUTE: '1', RATE_LIMIT_WINDOW_SECONDS: '2' }, { extraRoutes, rateLimitStore: store })
+  const { app } = await buildTestApp(t, { RATE_LIMIT_PER_MINUTE: '1', RATE_LIMIT_WINDOW_SECONDS: '2' }, { extraRoutes, stores: { rateLimit: store } })
   t.equal((await app.inject({ method: 'GET', url: '/thing' })).statusCode, 200)
   clock.at(1999)
   const res = await app.inject({ method: 'GET', url: '/thing' })
@@ -90,7 +91,7 @@ test('a refused request is not counted (injected clock)', async (t) => {
   const clock = manualClock()
   const store = createMemoryRateLimitStore({ now: () => clock.now })
   t.teardown(() => store.close())
-  const { app } = await buildTestApp(t, { RATE_LIMIT_PER_MINUTE: '3', RATE_LIMIT_WINDOW_SECONDS: '10' }, { extraRoutes, rateLimitStore: store })
+  const { app } = await buildTestApp(t, { RATE_LIMIT_PER_MINUTE: '3', RATE_LIMIT_WINDOW_SECONDS: '10' }, { extraRoutes, stores: { rateLimit: store } })
   for (let i = 0; i < 3; i++) t.equal((await app.inject({ method: 'GET', url: '/thing' })).statusCode, 200)
   clock.at(9000)
   for (let i = 0; i < 5; i++) t.equal((await app.inject({ method: 'GET', url: '/thing' })).statusCode, 429, 'refused near the end of the window')
@@ -117,7 +118,7 @@ test('the window slides: hits spread over the window free up one by one', async 
   const clock = manualClock()
   const store = createMemoryRateLimitStore({ now: () => clock.now })
   t.teardown(() => store.close())
-  const { app } = await buildTestApp(t, { RATE_LIMIT_PER_MINUTE: '3', RATE_LIMIT_WINDOW_SECONDS: '1' }, { extraRoutes, rateLimitStore: store })
+  const { app } = await buildTestApp(t, { RATE_LIMIT_PER_MINUTE: '3', RATE_LIMIT_WINDOW_SECONDS: '1' }, { extraRoutes, stores: { rateLimit: store } })
   const hit = async (ms: number) => {
     clock.at(ms)
     return (await app.inject({ method: 'GET', url: '/thing' })).statusCode
@@ -181,7 +182,7 @@ test('health, readiness, metrics and docs are never limited', async (t) => {
   t.equal((await app.inject({ method: 'GET', url: '/health' })).statusCode, 200, 'still open to a limited caller')
 })
 
-test('POST /chat has its own per-IP limit on top of the global one', async (t) => {
+test('POST /chat has its own limit on top of the global one, per key with auth on', async (t) => {
   const { app } = await buildTestApp(t, { RATE_LIMIT_PER_MINUTE: '5', CHAT_RATE_LIMIT_PER_MINUTE: '2', API_KEYS: `${KEY_1},${KEY_2}` }, { extraRoutes })
   const chat = (key: string, remoteAddress = '127.0.0.1') =>
     app.inject({ method: 'POST', url: '/test-chat', remoteAddress, headers: { authorization: `Bearer ${key}` }, payload: {} })
@@ -191,15 +192,18 @@ test('POST /chat has its own per-IP limit on top of the global one', async (t) =
   t.equal(res.statusCode, 200)
   t.same(limitHeaders(res), { limit: '2', remaining: '1', reset: '60' }, 'the tighter (chat) limit is reported')
   res = await chat(KEY_2)
-  t.equal(res.statusCode, 200, 'another key from the same IP: the chat limit is per IP')
+  t.equal(res.statusCode, 200, 'another key from the same IP: the chat limit is per key')
+  t.same(limitHeaders(res), { limit: '2', remaining: '1', reset: '60' })
+  res = await chat(KEY_1, '10.9.9.9')
+  t.equal(res.statusCode, 200, 'the key is the caller, whatever its IP')
   t.same(limitHeaders(res), { limit: '2', remaining: '0', reset: '60' })
-  res = await chat(KEY_1)
-  t.equal(res.statusCode, 429)
+  res = await chat(KEY_1, '10.9.9.10')
+  t.equal(res.statusCode, 429, 'another IP does not buy the key a fresh chat quota')
   t.same(res.json(), { detail: TOO_MANY_REQUESTS })
   t.equal(res.headers['retry-after'], '60')
   t.same(limitHeaders(res), { limit: '2', remaining: '0', reset: '60' })
+  t.equal((await chat(KEY_2)).statusCode, 200)
   t.equal((await chat(KEY_2)).statusCode, 429)
-  t.equal((await chat(KEY_1, '10.9.9.9')).statusCode, 200, 'another IP has its own chat quota')
 
   // KEY_1 used 2 of its 5 global slots on allowed chats (its refused chat cost nothing): 3 remain.
   res = await thing(KEY_1)
@@ -208,30 +212,28 @@ test('POST /chat has its own per-IP limit on top of the global one', async (t) =
   t.equal((await thing(KEY_1)).statusCode, 200)
   t.equal((await thing(KEY_1)).statusCode, 200)
   t.equal((await thing(KEY_1)).statusCode, 429, 'refused chats were not counted against the global limit')
-  t.equal((await chat(KEY_1, '10.8.8.8')).statusCode, 429, 'the global limit applies to /chat too')
   t.equal((await app.inject({ method: 'POST', url: '/test-chat/stream', headers: { authorization: `Bearer ${KEY_2}` }, payload: {} })).statusCode, 200,
     'a route that does not opt in has no chat limit')
 })
 
-test('a /chat request the global limit refuses gives its per-IP chat hit back', async (t) => {
-  const KEY_3 = 'sk-rate-key-three'
-  const { app } = await buildTestApp(t, { RATE_LIMIT_PER_MINUTE: '2', CHAT_RATE_LIMIT_PER_MINUTE: '4', API_KEYS: `${KEY_1},${KEY_2},${KEY_3}` }, { extraRoutes })
-  const chat = (key: string, remoteAddress = '127.0.0.1') =>
-    app.inject({ method: 'POST', url: '/test-chat', remoteAddress, headers: { authorization: `Bearer ${key}` }, payload: {} })
+test('a /chat request the global limit refuses gives its chat hit back', async (t) => {
+  const store = createMemoryRateLimitStore()
+  t.teardown(() => store.close())
+  const { app } = await buildTestApp(t, { RATE_LIMIT_PER_MINUTE: '2', CHAT_RATE_LIMIT_PER_MINUTE: '4' }, { extraRoutes, stores: { rateLimit: store } })
   const statuses = []
-  for (let i = 0; i < 5; i++) statuses.push((await chat(KEY_1)).statusCode)
-  for (let i = 0; i < 2; i++) statuses.push((await chat(KEY_2)).statusCode)
-  t.same(statuses, [200, 200, 429, 429, 429, 200, 200], "KEY_1's refused chats did not use up the IP's chat quota")
+  for (let i = 0; i < 5; i++) statuses.push((await app.inject({ method: 'POST', url: '/test-chat', payload: {} })).statusCode)
+  t.same(statuses, [200, 200, 429, 429, 429])
+  const chatWindow = await store.hit('chat:ip:127.0.0.1', 4, 60_000)
+  t.equal(chatWindow.current, 3, 'the chat window holds the two allowed chats only (and this probe)')
 
-  // Four allowed chats from this IP: now the chat limit refuses, before the global one is touched.
-  const refused = await chat(KEY_3)
+  // With the chat window full, the chat limit refuses before the global one is touched.
+  const { app: second } = await buildTestApp(t, { RATE_LIMIT_PER_MINUTE: '10', CHAT_RATE_LIMIT_PER_MINUTE: '1' }, { extraRoutes })
+  t.equal((await second.inject({ method: 'POST', url: '/test-chat', payload: {} })).statusCode, 200)
+  const refused = await second.inject({ method: 'POST', url: '/test-chat', payload: {} })
   t.equal(refused.statusCode, 429)
-  t.same(refused.json(), { detail: TOO_MANY_REQUESTS })
-  t.equal(refused.headers['x-ratelimit-limit'], '4', 'refused by the chat limit')
-  t.equal(refused.headers['retry-after'], '60')
-  const fresh = await chat(KEY_3, '10.7.7.7')
-  t.equal(fresh.statusCode, 200, 'the chat refusal cost KEY_3 no global quota')
-  t.same(limitHeaders(fresh), { limit: '2', remaining: '1', reset: '60' })
+  t.equal(refused.headers['x-ratelimit-limit'], '1', 'refused by the chat limit')
+  const res = await second.inject({ method: 'GET', url: '/thing' })
+  t.same(limitHeaders(res), { limit: '10', remaining: '8', reset: '60' }, 'the chat refusal cost no global quota')
 })
 
 test('a failing undo is logged; the refusal stands', async (t) => {
@@ -242,7 +244,7 @@ test('a failing undo is logged; the refusal stands', async (t) => {
     async undo () { throw new Error('connect ECONNREFUSED 127.0.0.1:6379') },
     close: async () => {},
   }
-  const { app, logs } = await buildTestApp(t, { RATE_LIMIT_PER_MINUTE: '1', CHAT_RATE_LIMIT_PER_MINUTE: '5' }, { extraRoutes, rateLimitStore: flaky })
+  const { app, logs } = await buildTestApp(t, { RATE_LIMIT_PER_MINUTE: '1', CHAT_RATE_LIMIT_PER_MINUTE: '5' }, { extraRoutes, stores: { rateLimit: flaky } })
   t.equal((await app.inject({ method: 'POST', url: '/test-chat', payload: {} })).statusCode, 200)
   const refused = await app.inject({ method: 'POST', url: '/test-chat', payload: {} })
   t.equal(refused.statusCode, 429)
@@ -297,7 +299,7 @@ test('a failing store fails open: the request passes, an error is logged and cou
     async undo () {},
     async close () {},
   }
-  const { app, logs } = await buildTestApp(t, { RATE_LIMIT_PER_MINUTE: '1', CHAT_RATE_LIMIT_PER_MINUTE: '1' }, { extraRoutes, rateLimitStore: failing })
+  const { app, logs } = await buildTestApp(t, { RATE_LIMIT_PER_MINUTE: '1', CHAT_RATE_LIMIT_PER_MINUTE: '1' }, { extraRoutes, stores: { rateLimit: failing } })
   for (let i = 0; i < 3; i++) t.equal((await app.inject({ method: 'GET', url: '/thing' })).statusCode, 200)
   for (let i = 0; i < 2; i++) t.equal((await app.inject({ method: 'POST', url: '/test-chat', payload: {} })).statusCode, 200)
   t.equal(calls, 7, 'three global checks, then a chat and a global check per chat')
@@ -315,26 +317,26 @@ test('a store that throws synchronously fails open too', async (t) => {
     async undo () {},
     async close () {},
   } as unknown as RateLimitStore
-  const { app } = await buildTestApp(t, { RATE_LIMIT_PER_MINUTE: '1' }, { extraRoutes, rateLimitStore: failing })
+  const { app } = await buildTestApp(t, { RATE_LIMIT_PER_MINUTE: '1' }, { extraRoutes, stores: { rateLimit: failing } })
   t.equal((await app.inject({ method: 'GET', url: '/thing' })).statusCode, 200)
   t.equal((await app.inject({ method: 'GET', url: '/thing' })).statusCode, 200)
   t.equal(await sampleValue(app, 'agent_rate_limit_store_errors_total'), 2)
 })
 
-test('the store: the buildApp option is used; the in-process default is exposed as app.rateLimitStore', async (t) => {
+test('the store is found one way: app.stores.rateLimit (the in-process default, or the one buildApp was given)', async (t) => {
   const { app } = await buildTestApp(t, {}, { extraRoutes })
-  t.type(app.rateLimitStore.hit, 'function', 'the default store is available as app.rateLimitStore')
+  t.type(app.stores.rateLimit.hit, 'function', 'the default store')
 
   const given = createMemoryRateLimitStore()
   t.teardown(() => given.close())
-  const { app: withGiven } = await buildTestApp(t, { RATE_LIMIT_PER_MINUTE: '1' }, { extraRoutes, rateLimitStore: given })
-  t.equal(withGiven.rateLimitStore, given)
+  const { app: withGiven } = await buildTestApp(t, { RATE_LIMIT_PER_MINUTE: '1' }, { extraRoutes, stores: { rateLimit: given } })
+  t.equal(withGiven.stores.rateLimit, given)
   await withGiven.inject({ method: 'GET', url: '/thing' })
   const hit = await given.hit('global:ip:127.0.0.1', 1, 60_000)
   t.equal(hit.allowed, false, 'the app recorded its hit in the given store, under global:<identity>')
 })
 
-test('a store decorated as app.rateLimitStore by an earlier plugin (the Redis stores) is used and not closed', async (t) => {
+test('the plugin uses the stores plugin\'s store and leaves closing it to its owner', async (t) => {
   const store = createMemoryRateLimitStore()
   let closed = false
   const shared: RateLimitStore = { hit: (...args) => store.hit(...args), undo: (...args) => store.undo(...args), close: async () => { closed = true; await store.close() } }
@@ -344,11 +346,12 @@ test('a store decorated as app.rateLimitStore by an earlier plugin (the Redis st
   await app.register(lifecyclePlugin)
   await app.register(metricsPlugin)
   await app.register(authPlugin)
-  await app.register(fp(async (instance) => { instance.decorate('rateLimitStore', shared) }, { name: 'stores' }))
+  await app.register(fp(async (instance) => {
+    instance.decorate('stores', { kind: 'memory', rateLimit: shared } as unknown as Stores)
+  }, { name: 'stores' }))
   await app.register(rateLimitPlugin)
   app.get('/x', async () => ({ ok: true }))
   await app.ready()
-  t.equal(app.rateLimitStore, shared)
   t.equal((await app.inject({ method: 'GET', url: '/x' })).statusCode, 200)
   t.equal((await app.inject({ method: 'GET', url: '/x' })).statusCode, 429)
   await app.close()
@@ -356,15 +359,37 @@ test('a store decorated as app.rateLimitStore by an earlier plugin (the Redis st
   await store.close()
 })
 
-test('the real POST /chat carries the per-IP chat limit; /chat/stream does not', async (t) => {
+test('the real POST /chat and POST /chat/stream share the chat limit', async (t) => {
   const { app } = await buildTestApp(t, { CHAT_RATE_LIMIT_PER_MINUTE: '2', RATE_LIMIT_PER_MINUTE: '100' })
   const chat = () => app.inject({ method: 'POST', url: '/chat', remoteAddress: '10.9.9.9', payload: { message: 'hi' } })
+  const stream = () => app.inject({ method: 'POST', url: '/chat/stream', remoteAddress: '10.9.9.9', payload: { message: 'hi' } })
   t.equal((await chat()).statusCode, 200)
-  t.equal((await chat()).statusCode, 200)
+  const streamed = await stream()
+  t.equal(streamed.statusCode, 200)
+  t.match(streamed.body, /data: \[DONE\]/)
+  t.equal(streamed.headers['x-ratelimit-limit'], '2', 'the stream reports the chat limit')
   const refused = await chat()
   t.equal(refused.statusCode, 429)
   t.same(refused.json(), { detail: 'Too many requests, please try again later' })
-  const stream = await app.inject({ method: 'POST', url: '/chat/stream', remoteAddress: '10.9.9.9', payload: { message: 'hi' } })
-  t.equal(stream.statusCode, 200)
-  t.match(stream.body, /data: \[DONE\]/)
+  t.equal((await stream()).statusCode, 429, 'the stream is refused too')
+  t.equal((await app.inject({ method: 'POST', url: '/chat/stream', remoteAddress: '10.9.9.8', payload: { message: 'hi' } })).statusCode, 200,
+    'per client IP with auth off')
+})
+
+test('401 answers count against the client IP\'s global window: key guessing is throttled', async (t) => {
+  const { app } = await buildTestApp(t, { RATE_LIMIT_PER_MINUTE: '3', API_KEYS: KEY_1 }, { extraRoutes })
+  const guess = (remoteAddress = '10.5.5.5') =>
+    app.inject({ method: 'GET', url: '/thing', remoteAddress, headers: { authorization: `Bearer ${randomUUID()}` } })
+  for (let i = 0; i < 3; i++) {
+    const res = await guess()
+    t.equal(res.statusCode, 401, `wrong key ${i + 1}`)
+    t.equal(res.headers['x-ratelimit-remaining'], String(2 - i), 'counted')
+  }
+  for (let i = 0; i < 5; i++) t.equal((await guess()).statusCode, 429, 'further guesses from that IP are refused')
+  const noKey = await app.inject({ method: 'POST', url: '/test-chat', remoteAddress: '10.5.5.5', payload: {} })
+  t.equal(noKey.statusCode, 429, 'a missing key too')
+  t.equal((await guess('10.5.5.6')).statusCode, 401, 'another IP is not affected')
+  const valid = await app.inject({ method: 'GET', url: '/thing', remoteAddress: '10.5.5.5', headers: { authorization: `Bearer ${KEY_1}` } })
+  t.equal(valid.statusCode, 200, 'the key\'s own window is separate from the IP\'s')
+  t.equal((await app.inject({ method: 'GET', url: '/health', remoteAddress: '10.5.5.5' })).statusCode, 200, 'open routes stay open')
 })

@@ -21,6 +21,11 @@ export interface SseStreamOptions {
   registry?: SseRegistry
   /** Turns an error text into this route's error payload(s) (e.g. `m => '[ERROR] ' + m`); used on shutdown. */
   formatError?: (message: string) => Payloads
+  /**
+   * A client that reads nothing this many milliseconds while its buffer is full is disconnected (the
+   * signal aborts as for a disconnect); 0 or less disables it. Default: the registry's `stallMs`, else 0.
+   */
+  stallMs?: number
 }
 
 /** An open SSE response. Payloads are plain strings; the route chooses their form. */
@@ -53,6 +58,8 @@ export interface SseWriter {
 
 /** The set of open streams, for graceful shutdown. */
 export interface SseRegistry {
+  /** Default {@link SseStreamOptions.stallMs} of the streams opened with this registry (STREAM_STALL_SECONDS). */
+  readonly stallMs: number
   /** Adds a stream; it removes itself when it closes. */
   add (writer: SseWriter): void
   /** Removes a stream. */
@@ -66,10 +73,11 @@ export interface SseRegistry {
   closeAll (finalPayloadFor?: (writer: SseWriter) => Payloads | undefined): number
 }
 
-/** Creates an empty {@link SseRegistry}. */
-export function createSseRegistry (): SseRegistry {
+/** Creates an empty {@link SseRegistry}; `stallMs` is the default stall limit of its streams. */
+export function createSseRegistry (options: { stallMs?: number } = {}): SseRegistry {
   const writers = new Set<SseWriter>()
   return {
+    stallMs: options.stallMs ?? 0,
     add (writer) {
       if (!writer.closed) writers.add(writer)
     },
@@ -112,7 +120,10 @@ class SseStream implements SseWriter {
   readonly #registry: SseRegistry | undefined
   readonly #formatError: ((message: string) => Payloads) | undefined
   readonly #heartbeatMs: number
+  readonly #stallMs: number
   #timer: NodeJS.Timeout | undefined
+  /** Runs while the client's buffer is full: fires when it stayed full for `#stallMs`. */
+  #stallTimer: NodeJS.Timeout | undefined
   /** performance.now() of the last write: the heartbeat checks it instead of being restarted by every write. */
   #lastWrite = 0
   #drain: Promise<void> | undefined
@@ -127,6 +138,7 @@ class SseStream implements SseWriter {
     // Errors surface as 'close'; a listener keeps them from being thrown as unhandled.
     res.on('error', this.#onClose)
     this.#heartbeatMs = options.heartbeatMs
+    this.#stallMs = options.stallMs ?? options.registry?.stallMs ?? 0
     if (options.heartbeatMs > 0) {
       this.#lastWrite = performance.now()
       this.#timer = setTimeout(this.#heartbeat, options.heartbeatMs)
@@ -175,7 +187,30 @@ class SseStream implements SseWriter {
 
   #write (chunk: string): boolean {
     if (this.#timer !== undefined) this.#lastWrite = performance.now()
-    return this.#res.write(chunk)
+    const accepted = this.#res.write(chunk)
+    if (!accepted) this.#watchStall()
+    return accepted
+  }
+
+  /** The buffer is full: unless a 'drain' comes within `#stallMs`, the client is treated as gone. */
+  #watchStall (): void {
+    if (this.#stallMs <= 0 || this.#stallTimer !== undefined || this.#closed) return
+    this.#stallTimer = setTimeout(this.#stalled, this.#stallMs)
+    this.#stallTimer.unref()
+    this.#res.once('drain', this.#drained)
+  }
+
+  readonly #drained = (): void => {
+    clearTimeout(this.#stallTimer)
+    this.#stallTimer = undefined
+  }
+
+  readonly #stalled = (): void => {
+    this.#stallTimer = undefined
+    if (this.#closed) return
+    // A disconnect in all but name: the run is aborted and the connection dropped.
+    if (!this.#controller.signal.aborted) this.#controller.abort(new DOMException('Client stopped reading', 'AbortError'))
+    this.#res.destroy()
   }
 
   #waitDrain (): Promise<void> {
@@ -202,7 +237,7 @@ class SseStream implements SseWriter {
       return
     }
     // While the client is not keeping up, a ping would only add to the buffer.
-    if (this.#drain === undefined) this.#res.write(PING)
+    if (this.#drain === undefined && !this.#res.write(PING)) this.#watchStall()
     this.#lastWrite = performance.now()
     this.#timer.refresh()
   }
@@ -220,6 +255,8 @@ class SseStream implements SseWriter {
     this.#closed = true
     clearTimeout(this.#timer)
     this.#timer = undefined
+    this.#drained()
+    this.#res.off('drain', this.#drained)
     this.#registry?.delete(this)
   }
 }

@@ -1,5 +1,6 @@
 // Offline provider (DECISIONS section 3): no network, deterministic echo, tool calls from simple rules.
 import { throwIfAborted } from './abort.js'
+import { estimateTextTokens, estimateTokens } from './tokens.js'
 import type {
   ChatTurn, ContentBlock, LLMProvider, ModelRequest, ModelResponse, ModelStreamEvent, TextBlock, ToolUseBlock,
 } from './types.js'
@@ -48,11 +49,6 @@ export function wordChunks (text: string): string[] {
   return chunks
 }
 
-/** Estimated tokens: ceil(chars / 4). */
-export function estimateTokens (text: string): number {
-  return Math.ceil(text.length / 4)
-}
-
 function blocks (turn: ChatTurn): ContentBlock[] {
   return typeof turn.content === 'string' ? [{ type: 'text', text: turn.content }] : turn.content
 }
@@ -60,17 +56,6 @@ function blocks (turn: ChatTurn): ContentBlock[] {
 function turnText (turn: ChatTurn): string {
   if (typeof turn.content === 'string') return turn.content
   return turn.content.filter((b): b is TextBlock => b.type === 'text').map((b) => b.text).join(' ')
-}
-
-/** Characters a turn costs: text, tool input JSON and tool results; images are not counted. */
-function turnChars (turn: ChatTurn): number {
-  let chars = 0
-  for (const block of blocks(turn)) {
-    if (block.type === 'text') chars += block.text.length
-    else if (block.type === 'tool_use') chars += block.name.length + JSON.stringify(block.input).length
-    else if (block.type === 'tool_result') chars += block.content.length
-  }
-  return chars
 }
 
 function answerFromToolResults (messages: ChatTurn[], last: ChatTurn, calculator: string | undefined): string | undefined {
@@ -104,7 +89,7 @@ export function createOfflineProvider (options: OfflineProviderOptions = {}): LL
 
   function respond (request: ModelRequest): ModelResponse {
     const { messages } = request
-    const inputTokens = Math.ceil(messages.reduce((sum, turn) => sum + turnChars(turn), request.system?.length ?? 0) / 4)
+    const inputTokens = estimateTextTokens(request.system ?? '') + estimateTokens(messages)
     const lastTurn = messages.at(-1)
     const fromTools = lastTurn?.role === 'user' ? answerFromToolResults(messages, lastTurn, calculator) : undefined
     const lastUser = [...messages].reverse().find((turn) => turn.role === 'user')
@@ -129,7 +114,7 @@ export function createOfflineProvider (options: OfflineProviderOptions = {}): LL
         model: OFFLINE_MODEL,
         content: [block],
         stopReason: 'tool_use',
-        usage: { input_tokens: inputTokens, output_tokens: estimateTokens(call.name + JSON.stringify(call.input)) },
+        usage: { input_tokens: inputTokens, output_tokens: estimateTextTokens(call.name + JSON.stringify(call.input)) },
         usageEstimated: true,
       }
     }
@@ -138,7 +123,7 @@ export function createOfflineProvider (options: OfflineProviderOptions = {}): LL
       model: OFFLINE_MODEL,
       content: [{ type: 'text', text: reply }],
       stopReason: 'end_turn',
-      usage: { input_tokens: inputTokens, output_tokens: estimateTokens(reply) },
+      usage: { input_tokens: inputTokens, output_tokens: estimateTextTokens(reply) },
       usageEstimated: true,
     }
   }

@@ -1,52 +1,8 @@
-// Session memory budget: a cheap token estimate and oldest-first trimming that keeps tool pairs whole.
-import type { ChatTurn, ContentBlock } from '../llm/types.js'
+// Session memory budget: oldest-first trimming that keeps tool pairs whole, by the shared estimate of lib/llm/tokens.ts.
+import type { ChatTurn } from '../llm/types.js'
+import { estimateTurnTokens } from '../llm/tokens.js'
 
-/** Estimated tokens an image costs, whatever its size (the API bills roughly this for a mid-size image). */
-export const IMAGE_TOKEN_ESTIMATE = 1500
-/** Fixed per-turn overhead (role and framing). */
-export const TURN_TOKEN_OVERHEAD = 4
-
-function blockChars (block: ContentBlock): number {
-  switch (block.type) {
-    case 'text':
-      return block.text.length
-    case 'image':
-      return 0
-    case 'tool_use':
-      return block.name.length + block.id.length + JSON.stringify(block.input).length
-    case 'tool_result':
-      return block.tool_use_id.length + block.content.length
-  }
-}
-
-function turnTokens (turn: ChatTurn): number {
-  if (typeof turn.content === 'string') {
-    return TURN_TOKEN_OVERHEAD + Math.ceil(turn.content.length / 4)
-  }
-  let chars = 0
-  let images = 0
-  for (const block of turn.content) {
-    if (block.type === 'image') images++
-    else chars += blockChars(block)
-  }
-  return TURN_TOKEN_OVERHEAD + Math.ceil(chars / 4) + images * IMAGE_TOKEN_ESTIMATE
-}
-
-/**
- * Estimated tokens of one turn or a list of turns: ceil(characters / 4) of all text (tool names,
- * inputs as JSON and results included), plus a small overhead per turn and a fixed
- * `IMAGE_TOKEN_ESTIMATE` per image.
- */
-export function estimateTokens (turns: ChatTurn | readonly ChatTurn[]): number {
-  if (!isTurnList(turns)) return turnTokens(turns)
-  let total = 0
-  for (const turn of turns) total += turnTokens(turn)
-  return total
-}
-
-function isTurnList (turns: ChatTurn | readonly ChatTurn[]): turns is readonly ChatTurn[] {
-  return Array.isArray(turns)
-}
+export { estimateTokens, IMAGE_TOKEN_ESTIMATE, TURN_TOKEN_OVERHEAD } from '../llm/tokens.js'
 
 /**
  * True when a history may start at this turn: a user turn holding no tool_result block
@@ -73,7 +29,7 @@ export function trimTurns (turns: ChatTurn[], maxTokens: number): ChatTurn[] {
   const n = turns.length
   // suffix[i] = estimate of turns[i..]
   const suffix = new Array<number>(n + 1).fill(0)
-  for (let i = n - 1; i >= 0; i--) suffix[i] = (suffix[i + 1] ?? 0) + turnTokens(turns[i] as ChatTurn)
+  for (let i = n - 1; i >= 0; i--) suffix[i] = (suffix[i + 1] ?? 0) + estimateTurnTokens(turns[i] as ChatTurn)
   let newestStart = -1
   for (let i = 0; i < n; i++) {
     const turn = turns[i] as ChatTurn

@@ -1,6 +1,7 @@
-// In-process stores (no REDIS_URL): LRU+TTL sessions, sliding-window rate limits, a ring-buffer log.
+// In-process stores (no REDIS_URL): LRU+TTL sessions, sliding-window rate limits, a byte-bounded log.
 import type { ChatTurn } from '../llm/types.js'
 import { trimTurns } from './memory-trim.js'
+import { boundConversationRecord, recordBytes } from './conversation-bounds.js'
 import type {
   ConversationLog,
   ConversationRecord,
@@ -233,39 +234,58 @@ export function createMemoryRateLimitStore (options: MemoryRateLimitStoreOptions
 
 /** Options of createMemoryConversationLog. */
 export interface MemoryConversationLogOptions {
-  /** Records kept; the oldest are overwritten beyond it. */
+  /** Records kept; the oldest are dropped beyond it. */
   maxEntries: number
+  /** Approximate bytes kept (CONVERSATION_LOG_MAX_MB); the oldest records are dropped beyond it. Default: no byte bound. */
+  maxBytes?: number
 }
 
-/** In-process conversation log: a ring buffer of the last `maxEntries` records (copied in and out). */
+/**
+ * In-process conversation log: the newest records, at most `maxEntries` and at most `maxBytes` (as
+ * {@link recordBytes} estimates them), oldest dropped first. Each record is stored bounded
+ * ({@link boundConversationRecord}: long texts cut, image bytes left out), so one large request cannot
+ * take the whole budget; records are copied in and out.
+ */
 export function createMemoryConversationLog (options: MemoryConversationLogOptions): ConversationLog {
   assertPositiveInteger('maxEntries', options.maxEntries)
-  const capacity = options.maxEntries
-  const ring: Array<ConversationRecord | undefined> = new Array<ConversationRecord | undefined>(capacity)
-  let next = 0
-  let size = 0
+  const maxBytes = options.maxBytes ?? Number.POSITIVE_INFINITY
+  if (!(maxBytes > 0)) throw new RangeError(`maxBytes must be a positive number, got ${maxBytes}`)
+  // A queue as an array and a head index: dropping the oldest is O(1); the array is compacted now and then.
+  let entries: Array<{ record: ConversationRecord, bytes: number }> = []
+  let head = 0
+  let bytes = 0
+
+  const size = () => entries.length - head
+  function dropOldest (): void {
+    const oldest = entries[head]
+    if (oldest === undefined) return
+    bytes -= oldest.bytes
+    entries[head] = undefined as never
+    head++
+    if (head > 1024 && head * 2 > entries.length) {
+      entries = entries.slice(head)
+      head = 0
+    }
+  }
 
   return {
     async write (record) {
-      ring[next] = structuredClone(record)
-      next = (next + 1) % capacity
-      if (size < capacity) size++
+      const bounded = boundConversationRecord(record)
+      const entry = { record: bounded, bytes: recordBytes(bounded) }
+      entries.push(entry)
+      bytes += entry.bytes
+      while (size() > options.maxEntries || (bytes > maxBytes && size() > 1)) dropOldest()
     },
 
     async recent (limit) {
-      const count = Math.min(Math.max(0, Math.floor(limit)), size)
-      const out: ConversationRecord[] = []
-      for (let i = count; i > 0; i--) {
-        const record = ring[(next - i + capacity) % capacity]
-        if (record !== undefined) out.push(structuredClone(record))
-      }
-      return out
+      const count = Math.min(Math.max(0, Math.floor(limit)), size())
+      return entries.slice(entries.length - count).map((entry) => structuredClone(entry.record))
     },
 
     async close () {
-      ring.fill(undefined)
-      next = 0
-      size = 0
+      entries = []
+      head = 0
+      bytes = 0
     },
   }
 }

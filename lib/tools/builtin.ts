@@ -26,9 +26,12 @@ export function describeType (value: unknown): string {
   return typeof value
 }
 
-/** A tool taking one non-empty string field: checks model-supplied input, then calls `call(value)`. */
+/**
+ * A tool taking one string field: checks model-supplied input, then calls `call(value)`. A blank value is
+ * refused, unless the tool `answersEmpty` itself in its own words (the calculator's `Calculation error: ...`).
+ */
 function stringFieldTool (
-  spec: Tool['spec'], field: string, call: (value: string) => ToolResult
+  spec: Tool['spec'], field: string, call: (value: string) => ToolResult, options: { answersEmpty?: boolean } = {}
 ): Tool {
   return {
     spec,
@@ -42,7 +45,9 @@ function stringFieldTool (
       if (typeof value !== 'string') {
         return { content: `Invalid input for ${spec.name}: "${field}" must be a string, got ${describeType(value)}`, isError: true }
       }
-      if (value.trim() === '') return { content: `Invalid input for ${spec.name}: "${field}" must not be empty`, isError: true }
+      if (value.trim() === '' && options.answersEmpty !== true) {
+        return { content: `Invalid input for ${spec.name}: "${field}" must not be empty`, isError: true }
+      }
       return call(value)
     },
   }
@@ -72,7 +77,7 @@ export function builtinTools (kb: KnowledgeBase): Tool[] {
     }, 'expression', (expression) => {
       const content = calculate(expression)
       return { content, isError: content.startsWith(CALCULATION_ERROR_PREFIX) }
-    }),
+    }, { answersEmpty: true }),
     stringFieldTool({
       name: KNOWLEDGE_BASE_TOOL,
       description: 'Look up a document in the knowledge base about this agent chat API service (its endpoints, ' +

@@ -32,7 +32,7 @@ test('echo: model offline, exact text, estimated usage, deterministic', async (t
     model: 'offline',
     content: [{ type: 'text', text: 'Echo: hello world' }],
     stopReason: 'end_turn',
-    usage: { input_tokens: Math.ceil((3 + 7 + 13 + 10) / 4), output_tokens: Math.ceil('Echo: hello world'.length / 4) },
+    usage: { input_tokens: Math.ceil(3 / 4) + (4 + Math.ceil(7 / 4)) + (4 + Math.ceil(13 / 4)) + (4 + Math.ceil(10 / 4)), output_tokens: Math.ceil('Echo: hello world'.length / 4) },
     usageEstimated: true,
   })
   t.same(await provider.complete(request(messages, { system: 'sys' })), reply)

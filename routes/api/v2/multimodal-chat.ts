@@ -6,15 +6,25 @@ import type { ImageBlock } from '../../../lib/llm/types.js'
 import { textChunks } from '../../../lib/stream-formats.js'
 import { resumableIn } from '../../../plugins/resumable.js'
 import { RequestValidationError, type ValidationIssue } from '../../../lib/validation.js'
-import { AgentResponse, MAX_IMAGE_BYTES, MAX_IMAGE_CHARS, MAX_IMAGES, SseResponse, multimodalRequestSchema } from '../../../schemas/chat.js'
+import { AgentResponse, BODY_LIMIT_BYTES, MAX_IMAGE_BYTES, MAX_IMAGE_CHARS, MAX_IMAGES, SseResponse, multimodalRequestSchema } from '../../../schemas/chat.js'
 import { modelErrorResponses } from '../../../schemas/common.js'
+import { createJsonBodyBudget } from '../../../lib/body-budget.js'
 
-/** Room for every image at its largest plus the messages. */
-export const V2_BODY_LIMIT = MAX_IMAGES * MAX_IMAGE_CHARS + 2 * 1024 * 1024
+/**
+ * Room each image buys in the body: its largest base64 text, plus 1/32 for JSON escapes (`\/`) and framing.
+ * A body gets BODY_LIMIT_BYTES plus this much per image it holds (lib/body-budget.ts, checked as it arrives).
+ */
+export const V2_BYTES_PER_IMAGE = MAX_IMAGE_CHARS + Math.ceil(MAX_IMAGE_CHARS / 32) + 64
+/** The most any v2 body may be: every image at its largest plus the normal limit (the Content-Length check). */
+export const V2_BODY_LIMIT = BODY_LIMIT_BYTES + MAX_IMAGES * V2_BYTES_PER_IMAGE
 
 const v2ChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post('/chat', {
     bodyLimit: V2_BODY_LIMIT,
+    // Text alone gets the normal limit; only images buy more, and a body over its budget is cut as it arrives.
+    preParsing: async (_request, _reply, payload) => payload.pipe(createJsonBodyBudget({
+      field: 'images', baseBytes: BODY_LIMIT_BYTES, bytesPerItem: V2_BYTES_PER_IMAGE, maxItems: MAX_IMAGES,
+    })),
     schema: {
       tags: ['chat'],
       summary: 'Chat with images (base64 or data: URLs)',

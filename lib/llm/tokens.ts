@@ -1,0 +1,49 @@
+// The one token estimator: offline usage figures and session-memory trimming count tokens the same way.
+import type { ChatTurn, ContentBlock } from './types.js'
+
+/** Estimated tokens an image costs, whatever its size (the API bills roughly this for a mid-size image). */
+export const IMAGE_TOKEN_ESTIMATE = 1500
+/** Fixed per-turn overhead (role and framing). */
+export const TURN_TOKEN_OVERHEAD = 4
+
+/** Estimated tokens of a text: ceil(characters / 4). */
+export function estimateTextTokens (text: string): number {
+  return Math.ceil(text.length / 4)
+}
+
+function blockChars (block: ContentBlock): number {
+  switch (block.type) {
+    case 'text':
+      return block.text.length
+    case 'image':
+      return 0
+    case 'tool_use':
+      return block.name.length + block.id.length + JSON.stringify(block.input).length
+    case 'tool_result':
+      return block.tool_use_id.length + block.content.length
+  }
+}
+
+/** Estimated tokens of one turn (see {@link estimateTokens}). */
+export function estimateTurnTokens (turn: ChatTurn): number {
+  if (typeof turn.content === 'string') return TURN_TOKEN_OVERHEAD + estimateTextTokens(turn.content)
+  let chars = 0
+  let images = 0
+  for (const block of turn.content) {
+    if (block.type === 'image') images++
+    else chars += blockChars(block)
+  }
+  return TURN_TOKEN_OVERHEAD + Math.ceil(chars / 4) + images * IMAGE_TOKEN_ESTIMATE
+}
+
+/**
+ * Estimated tokens of one turn or a list of turns: ceil(characters / 4) of all text (tool names, ids,
+ * inputs as JSON and results included), plus {@link TURN_TOKEN_OVERHEAD} per turn and
+ * {@link IMAGE_TOKEN_ESTIMATE} per image.
+ */
+export function estimateTokens (turns: ChatTurn | readonly ChatTurn[]): number {
+  if (!Array.isArray(turns)) return estimateTurnTokens(turns as ChatTurn)
+  let total = 0
+  for (const turn of turns as readonly ChatTurn[]) total += estimateTurnTokens(turn)
+  return total
+}
