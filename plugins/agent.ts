@@ -9,7 +9,7 @@ import { publicErrorText } from '../lib/http/errors.js'
 import { openSseStream, type SseWriter } from '../lib/http/sse.js'
 import { isAbortError } from '../lib/llm/abort.js'
 import type { ChatTurn } from '../lib/llm/types.js'
-import { withoutImageBytes } from '../lib/stores/conversation-entry.js'
+import { boundConversationRecord } from '../lib/stores/conversation-bounds.js'
 import type { StreamFormat } from '../lib/stream-formats.js'
 import type { StreamLayout } from './resumable.js'
 
@@ -100,16 +100,17 @@ function createAgent (app: FastifyInstance) {
    */
   function logConversation (request: FastifyRequest, reply: FastifyReply | null, run: PreparedRun, text: string): void {
     const write = () => {
-      stores.conversations.write({
+      // Bounded here for every backend: long texts cut, image bytes left out, the newest turns kept.
+      stores.conversations.write(boundConversationRecord({
         identity: run.owner,
         conversationId: run.conversationId,
-        messages: withoutImageBytes(run.options.messages),
+        messages: run.options.messages,
         reply: text,
         model: run.usage.model,
         usage: run.usage.total,
         usageSource: run.usage.source,
         timestamp: new Date().toISOString(),
-      }).catch((error: unknown) => { request.log.error({ err: error }, 'conversation log write failed') })
+      })).catch((error: unknown) => { request.log.error({ err: error }, 'conversation log write failed') })
     }
     // A client that left has closed the response already: write now rather than wait for a 'close' gone by.
     if (reply === null || reply.raw.writableFinished || reply.raw.destroyed) setImmediate(write)
