@@ -12,6 +12,11 @@ export interface StreamFormat {
   done (usage: UsageReport): string[]
   /** The payloads that end a failed or cut run, `message` being the error text a client may see. */
   error (message: string, usage: UsageReport): string[]
+  /**
+   * The one payload that ends a stream on its own, written by the stream log when a run cannot end it
+   * (cancelled or interrupted with its producer gone). Pure: a stateful format's state is not touched.
+   */
+  terminalError (message: string): string
 }
 
 /** A Python-style repr of a string, as the unversioned layout's `{'error': '...'}` message uses. */
@@ -34,6 +39,7 @@ export const textChunks: StreamFormat = {
   event: tokenOnly,
   done: () => DONE,
   error: (message) => [`[ERROR] ${message}`],
+  terminalError: (message) => `[ERROR] ${message}`,
 }
 
 /** `POST /chat/stream` (SPEC 6.3): chunks, `[DONE]`, `{'error': '<text>'}`. */
@@ -41,6 +47,7 @@ export const sessionChunks: StreamFormat = {
   event: tokenOnly,
   done: () => DONE,
   error: (message) => [`{'error': ${pythonRepr(message)}}`],
+  terminalError: (message) => `{'error': ${pythonRepr(message)}}`,
 }
 
 const usageEvent = (usage: UsageReport): string => JSON.stringify({ type: 'usage', data: usage })
@@ -62,4 +69,5 @@ export const agentEvents: StreamFormat = {
   },
   done: (usage) => [usageEvent(usage), '{"type":"done","data":""}'],
   error: (message, usage) => [usageEvent(usage), JSON.stringify({ type: 'error', data: message })],
+  terminalError: (message) => JSON.stringify({ type: 'error', data: message }),
 }

@@ -120,5 +120,6 @@ export function createUiMessageStream (options: UiMessageStreamOptions): StreamF
       out.push(chunk({ type: 'error', errorText: message }), UI_STREAM_DONE)
       return out
     },
+    terminalError: (message) => chunk({ type: 'error', errorText: message }),
   }
 }

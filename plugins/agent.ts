@@ -214,15 +214,19 @@ function createAgent (app: FastifyInstance) {
      * Runs the agent as an SSE stream in `format`. A full model queue or a store failure is a plain HTTP
      * error before the stream opens; after it, errors travel inside the stream (the usage, where the format
      * carries it, before every ending) and end it. Memory is saved before the done message, so a client that
-     * continues the moment it reads it finds its turn. `resumable`: see {@link streamResumable}.
+     * continues the moment it reads it finds its turn. `resumable`: the run's events go to the stream log
+     * ({@link logSink}); `onOpen` is told the new stream's id.
      */
     async stream (
-      request: FastifyRequest, reply: FastifyReply, spec: RunSpec, format: StreamFormat, options: { resumable?: StreamLayout } = {}
+      request: FastifyRequest, reply: FastifyReply, spec: RunSpec, format: StreamFormat,
+      options: { resumable?: StreamLayout, onOpen?: (streamId: string) => Promise<void> } = {}
     ): Promise<void> {
       app.llm.limiter.assertAvailable()
       const run = await prepare(request, spec)
       if (options.resumable !== undefined) {
         const opened = await app.resumable.open(request, reply, format, options.resumable)
+        // What the route files the stream under (a UI chat's id), before the run can end.
+        await options.onOpen?.(opened.id).catch((error: unknown) => request.log.error({ err: error }, 'recording the stream failed'))
         let text = ''
         try {
           text = await pump(request, run, format, logSink(opened))

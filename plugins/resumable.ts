@@ -2,7 +2,6 @@
 import { randomUUID } from 'node:crypto'
 import fp from 'fastify-plugin'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import type { UsageReport } from '../lib/agent/events.js'
 import { HttpError } from '../lib/errors.js'
 import { openSseStream, type SseWriter } from '../lib/http/sse.js'
 import type { StreamEntry, StreamProducer } from '../lib/stores/stream-log.js'
@@ -21,25 +20,12 @@ export function resumableIn (body: { resumable?: boolean | undefined }, layout: 
   return body.resumable === true ? { resumable: layout } : {}
 }
 
-/** No usage known: what a terminal payload written without its producer is formatted with (only its last payload is kept). */
-const NO_USAGE: UsageReport = { input_tokens: 0, output_tokens: 0, model: '', source: 'estimated' }
-
-/** The last payload of `format`'s error message: the terminal event a cancel or an interrupt writes on its own. */
-const terminalError = (format: StreamFormat, message: string): string =>
-  // The UI message stream ends its error with `[DONE]`: the error chunk is what a reader must see.
-  format.error(message, NO_USAGE).findLast((payload) => payload !== '[DONE]') ?? message
-
 /** The name a stream's format is recorded under. */
 export function formatName (format: StreamFormat): string {
   if (format === agentEvents) return 'agent'
   if (format === sessionChunks) return 'session'
   if (format === textChunks) return 'text'
   return 'custom'
-}
-
-/** Who is calling (set by the auth plugin): only this identity may read or cancel its streams. */
-export function identityOf (request: FastifyRequest): string {
-  return request.identity || `ip:${request.ip}`
 }
 
 /** The stream store is down (Redis outage): 503 with a fixed text; the cause is logged, not shown. */
@@ -65,6 +51,8 @@ export async function pipeEntries (entries: AsyncIterable<StreamEntry>, sse: Sse
 
 /** A resumable stream as its route runs it. */
 export interface OpenedStream {
+  /** The stream id (`X-Stream-Id`). */
+  id: string
   producer: StreamProducer
   /** Aborts the run: a cancel (from any replica) or shutdown. The client leaving does not. */
   signal: AbortSignal
@@ -88,10 +76,10 @@ function createResumable (app: FastifyInstance) {
     async open (request: FastifyRequest, reply: FastifyReply, format: StreamFormat, layout: StreamLayout): Promise<OpenedStream> {
       const id = randomUUID()
       const producer = await app.stores.streamLog.start(id, {
-        owner: identityOf(request),
+        owner: request.identity,
         format: formatName(format),
-        cancelledPayload: terminalError(format, 'Cancelled'),
-        interruptedPayload: terminalError(format, 'Stream interrupted'),
+        cancelledPayload: format.terminalError('Cancelled'),
+        interruptedPayload: format.terminalError('Stream interrupted'),
       }).catch(streamStoreDown)
       const controller = new AbortController()
       runs.add(controller)
@@ -102,6 +90,7 @@ function createResumable (app: FastifyInstance) {
       // No formatError: on shutdown the run itself ends the stream in the log (replayable elsewhere).
       const sse = openSseStream(request, reply, { heartbeatMs: app.config.SSE_HEARTBEAT_SECONDS * 1000, registry: app.streams })
       return {
+        id,
         producer,
         signal: controller.signal,
         followed: pipeEntries(producer.follow(0, sse.signal), sse),

@@ -4,7 +4,7 @@ import { Type } from 'typebox'
 import { HttpError } from '../lib/errors.js'
 import { openSseStream } from '../lib/http/sse.js'
 import { parseEventId } from '../lib/stores/stream-log.js'
-import { identityOf, pipeEntries, streamStoreDown, type StreamLayout } from '../plugins/resumable.js'
+import { pipeEntries, streamStoreDown, type StreamLayout } from '../plugins/resumable.js'
 import { SseResponse } from '../schemas/chat.js'
 import { CancelAccepted, ResumeHeaders, ResumeQuery, StreamParams } from '../schemas/streams.js'
 
@@ -29,7 +29,7 @@ const streamRoutes: FastifyPluginAsyncTypebox<{ layout: StreamLayout }> = async 
       response: { 200: SseResponse, 204: Type.Null({ description: 'Nothing after that id: the stream had ended there' }), 400: detail, 404: detail, 503: detail },
     },
   }, async (request, reply) => {
-    const owner = identityOf(request)
+    const owner = request.identity
     const raw = request.headers['last-event-id'] ?? request.query.last_event_id
     const after = raw === undefined || raw === '' ? 0 : parseEventId(raw.trim())
     if (after === undefined) throw new HttpError(400, 'Malformed Last-Event-ID: expected an event id of this stream')
@@ -62,7 +62,7 @@ const streamRoutes: FastifyPluginAsyncTypebox<{ layout: StreamLayout }> = async 
       response: { 202: CancelAccepted, 404: detail, 409: detail, 503: detail },
     },
   }, async (request, reply) => {
-    const outcome = await log.cancel(request.params.id, identityOf(request)).catch(streamStoreDown)
+    const outcome = await log.cancel(request.params.id, request.identity).catch(streamStoreDown)
     if (outcome === 'unknown') throw notFound()
     if (outcome === 'finished') throw new HttpError(409, 'Stream already finished')
     return await reply.code(202).send({ detail: 'Cancelling' })

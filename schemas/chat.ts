@@ -9,6 +9,14 @@ export const BODY_LIMIT_BYTES = 1024 * 1024
 export const MAX_IMAGE_BYTES = 5 * 1024 * 1024
 export const MAX_IMAGES = 20
 export const MAX_IMAGE_CHARS = Math.ceil(MAX_IMAGE_BYTES / 3) * 4 + 64
+
+/**
+ * Room each image buys in the body: its largest base64 text, plus 1/32 for JSON escapes (`\/`) and framing.
+ * A body gets BODY_LIMIT_BYTES plus this much per image it holds (lib/body-budget.ts, checked as it arrives).
+ */
+export const V2_BYTES_PER_IMAGE = MAX_IMAGE_CHARS + Math.ceil(MAX_IMAGE_CHARS / 32) + 64
+/** The most any v2 body may be: every image at its largest plus the normal limit (the Content-Length check). */
+export const V2_BODY_LIMIT = BODY_LIMIT_BYTES + MAX_IMAGES * V2_BYTES_PER_IMAGE
 /** Most messages one request may carry (DECISIONS section 4). */
 export const MAX_MESSAGES = 1000
 

@@ -6,7 +6,6 @@ import { buildFakeApp, listen } from './helpers/fake-app.js'
 import { launchBrowser, screenshotPath, watchErrors } from './helpers/browser.js'
 
 /** The reconnect route needs the resumable streams (not on main yet): this runs, and says so, until it lands. */
-const RECONNECT_TODO = { todo: 'GET /api/v1/ui/chat/{id}/stream needs the resumable streams, not merged yet' }
 
 test('in Chromium: a missing key is shown as text; with the key the chat works', async (t) => {
   const browser = await launchBrowser(t)
@@ -33,7 +32,7 @@ test('in Chromium: a missing key is shown as text; with the key the chat works',
   t.ok(await alert.isHidden(), 'the error is cleared by the next send')
 })
 
-test('in Chromium: a reload during a reply picks the reply up again (reconnect route) and finishes it once', RECONNECT_TODO, async (t) => {
+test('in Chromium: a reload during a reply picks the reply up again (reconnect route) and finishes it once', async (t) => {
   const browser = await launchBrowser(t)
   if (browser === null) return
   const { app, fake } = await buildFakeApp(t, ROOMY_LIMITS)

@@ -6,17 +6,11 @@ import type { ImageBlock } from '../../../lib/llm/types.js'
 import { textChunks } from '../../../lib/stream-formats.js'
 import { resumableIn } from '../../../plugins/resumable.js'
 import { RequestValidationError, type ValidationIssue } from '../../../lib/validation.js'
-import { AgentResponse, BODY_LIMIT_BYTES, MAX_IMAGE_BYTES, MAX_IMAGE_CHARS, MAX_IMAGES, SseResponse, multimodalRequestSchema } from '../../../schemas/chat.js'
+import {
+  AgentResponse, BODY_LIMIT_BYTES, MAX_IMAGE_BYTES, MAX_IMAGES, SseResponse, V2_BODY_LIMIT, V2_BYTES_PER_IMAGE, multimodalRequestSchema,
+} from '../../../schemas/chat.js'
 import { modelErrorResponses } from '../../../schemas/common.js'
 import { createJsonBodyBudget } from '../../../lib/body-budget.js'
-
-/**
- * Room each image buys in the body: its largest base64 text, plus 1/32 for JSON escapes (`\/`) and framing.
- * A body gets BODY_LIMIT_BYTES plus this much per image it holds (lib/body-budget.ts, checked as it arrives).
- */
-export const V2_BYTES_PER_IMAGE = MAX_IMAGE_CHARS + Math.ceil(MAX_IMAGE_CHARS / 32) + 64
-/** The most any v2 body may be: every image at its largest plus the normal limit (the Content-Length check). */
-export const V2_BODY_LIMIT = BODY_LIMIT_BYTES + MAX_IMAGES * V2_BYTES_PER_IMAGE
 
 const v2ChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post('/chat', {
