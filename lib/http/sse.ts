@@ -116,9 +116,6 @@ class SseStream implements SseWriter {
   /** performance.now() of the last write: the heartbeat checks it instead of being restarted by every write. */
   #lastWrite = 0
   #drain: Promise<void> | undefined
-  /** Frames sent in this tick, written together by one `res.write` on the next tick (one chunk per upstream read). */
-  #pending = ''
-  #flushScheduled = false
   #closed = false
   #ended = false
 
@@ -152,22 +149,13 @@ class SseStream implements SseWriter {
 
   trySend (payload: string, id?: number | string): Promise<void> | undefined {
     if (this.#closed) return undefined
-    this.#pending += id === undefined ? frameSse(payload) : frameSseWithId(payload, id)
-    if (this.#timer !== undefined) this.#lastWrite = performance.now()
-    // A producer that never leaves the microtask queue would hold the tick open: past the buffer size, write now.
-    if (this.#pending.length >= this.#res.writableHighWaterMark) this.#flush()
-    else if (!this.#flushScheduled) {
-      this.#flushScheduled = true
-      process.nextTick(this.#onTick)
-    }
-    // The buffer was exceeded by an earlier write of this stream and has not drained yet: wait for it.
-    return this.#res.writableNeedDrain ? this.#waitDrain() : undefined
+    if (this.#write(id === undefined ? frameSse(payload) : frameSseWithId(payload, id))) return undefined
+    return this.#waitDrain()
   }
 
   end (): void {
     if (this.#ended) return
     this.#ended = true
-    this.#flush()
     this.#markClosed()
     if (!this.#res.writableEnded && !this.#res.destroyed) this.#res.end()
   }
@@ -175,7 +163,6 @@ class SseStream implements SseWriter {
   close (finalPayload?: Payloads, reason?: unknown): void {
     if (this.#ended) return
     if (finalPayload !== undefined && !this.#closed) {
-      this.#flush()
       this.#write(typeof finalPayload === 'string' ? frameSse(finalPayload) : finalPayload.map(frameSse).join(''))
     }
     if (!this.#controller.signal.aborted) this.#controller.abort(reason)
@@ -184,20 +171,6 @@ class SseStream implements SseWriter {
 
   formatError (message: string): Payloads | undefined {
     return this.#formatError?.(message)
-  }
-
-  /** Writes the frames gathered in this tick, if the response is still open. */
-  readonly #onTick = (): void => {
-    this.#flushScheduled = false
-    this.#flush()
-  }
-
-  #flush (): void {
-    if (this.#pending === '') return
-    const chunk = this.#pending
-    this.#pending = ''
-    if (this.#res.writableEnded || this.#res.destroyed) return
-    this.#write(chunk)
   }
 
   #write (chunk: string): boolean {
@@ -229,7 +202,7 @@ class SseStream implements SseWriter {
       return
     }
     // While the client is not keeping up, a ping would only add to the buffer.
-    if (this.#drain === undefined && !this.#res.writableNeedDrain) this.#res.write(PING)
+    if (this.#drain === undefined) this.#res.write(PING)
     this.#lastWrite = performance.now()
     this.#timer.refresh()
   }
