@@ -1,0 +1,57 @@
+// `node bench/ab-health.js <entryA> <entryB> [seconds] [rounds]`: server CPU per GET /api/v1/health of two builds
+// of the service and of bare Fastify (bench/servers/hello.js), in alternating rounds, so that background load
+// falls on all three alike. A helper for optimisation work; `npm run bench` is the benchmark.
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { freePort, startChild, startMeter } from './lib/proc.js'
+import { runLoad } from './lib/loadgen.js'
+
+const here = dirname(fileURLToPath(import.meta.url))
+const [entryA, entryB, secondsArg = '4', roundsArg = '4'] = process.argv.slice(2)
+if (!entryA || !entryB) {
+  console.error('usage: node bench/ab-health.js <entryA> <entryB> [seconds] [rounds]')
+  process.exit(2)
+}
+const targets = []
+try {
+  for (const [name, script, service] of [['bare', join(here, 'servers/hello.js'), false], ['A', entryA, true], ['B', entryB, true]]) {
+    const port = service ? await freePort() : 0
+    const env = service
+      ? {
+          NODE_ENV: 'production',
+          HOST: '127.0.0.1',
+          PORT: String(port),
+          LLM_PROVIDER: 'anthropic',
+          LLM_API_KEY: 'k',
+          LLM_BASE_URL: 'http://127.0.0.1:9',
+          API_KEYS: 'bench-key',
+          RATE_LIMIT_PER_MINUTE: '100000000',
+          CHAT_RATE_LIMIT_PER_MINUTE: '100000000',
+          LOG_LEVEL: 'info',
+          MAX_CONCURRENT_REQUESTS: '100000',
+          MAX_QUEUE: '100000',
+        }
+      : {}
+    const child = await startChild(service ? { name, script, port, healthPath: '/api/v1/health', env } : { name, script })
+    targets.push({ name, child, perReq: [], rps: [] })
+  }
+  const headers = { authorization: 'Bearer bench-key' }
+  for (const t of targets) await runLoad('autocannon', { url: `http://127.0.0.1:${t.child.port}/api/v1/health`, headers, connections: 100, duration: 1 })
+  for (let round = 0; round < Number(roundsArg); round++) {
+    for (const t of targets) {
+      const meter = startMeter({ server: t.child.pid })
+      const result = await runLoad('autocannon', { url: `http://127.0.0.1:${t.child.port}/api/v1/health`, headers, connections: 100, duration: Number(secondsArg) })
+      const { procs } = meter.stop()
+      t.perReq.push((procs.server.cpuSeconds * 1e6) / result.requests)
+      t.rps.push(result.rps)
+    }
+  }
+  const median = (values) => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)]
+  for (const t of targets) {
+    console.log(`${t.name}: CPU µs/req median ${median(t.perReq).toFixed(1)} [${t.perReq.map((v) => v.toFixed(1)).join(', ')}], req/s median ${median(t.rps).toFixed(0)}`)
+  }
+  const bare = median(targets[0].perReq)
+  console.log(`CPU/req vs bare: A ${(median(targets[1].perReq) / bare).toFixed(2)}, B ${(median(targets[2].perReq) / bare).toFixed(2)}; B/A ${(median(targets[2].perReq) / median(targets[1].perReq)).toFixed(3)}`)
+} finally {
+  await Promise.all(targets.map((t) => t.child.stop()))
+}
