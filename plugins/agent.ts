@@ -147,8 +147,12 @@ function createAgent (app: FastifyInstance) {
     } catch (error) {
       if (sink.signal.aborted || isAbortError(error)) {
         const message = sink.abortMessage()
-        request.log.info({ reason: message ?? 'client disconnected' }, 'stream stopped')
-        if (message !== undefined) await sink.end(format.error(message, run.usage.report()))
+        if (message === undefined) {
+          request.log.info('stream ended: client disconnected')
+        } else {
+          request.log.info({ reason: message }, 'resumable stream stopped')
+          await sink.end(format.error(message, run.usage.report()))
+        }
       } else {
         const expected = error instanceof LLMServiceError || error instanceof AgentError || error instanceof HttpError
         request.log[expected ? 'warn' : 'error']({ err: error }, 'stream failed')

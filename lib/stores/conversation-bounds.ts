@@ -47,6 +47,7 @@ export function boundConversationRecord (record: ConversationRecord): Conversati
     reply: cutText(record.reply),
     model: record.model,
     usage: { ...record.usage },
+    ...(record.usageSource === undefined ? {} : { usageSource: record.usageSource }),
     timestamp: record.timestamp,
   }
 }

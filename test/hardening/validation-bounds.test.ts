@@ -3,7 +3,7 @@ import { test, type Test } from 'tap'
 import type { FastifyError, FastifyPluginAsync } from 'fastify'
 import { buildApp } from '../../app.js'
 import { buildTestApp, captureLogs, TEST_ENV } from '../helpers/app.js'
-import { BODY_LIMIT_BYTES, MAX_IMAGES, MAX_MESSAGES, chatRequestSchema } from '../../schemas/chat.js'
+import { BODY_LIMIT_BYTES, MAX_IMAGES, MAX_MESSAGES, MAX_REQUEST_TOOLS, chatRequestSchema } from '../../schemas/chat.js'
 import { MAX_TOTAL_TEXT_CHARS, MAX_VALIDATION_ISSUES } from '../../lib/validation.js'
 
 const SMALL_422_BYTES = 4096
@@ -71,7 +71,7 @@ test('messages: at most 1000; one past is 422, exactly 1000 is answered', async 
     t.equal(accepted.statusCode, 200, `${url}: ${MAX_MESSAGES} messages`)
     t.equal(accepted.json().content, 'Echo: last')
   }
-  const tools = await app.inject({ method: 'POST', url: '/api/v1/chat', payload: { messages: messages(1), tools: Array(17).fill('calculate_expression') } })
+  const tools = await app.inject({ method: 'POST', url: '/api/v1/chat', payload: { messages: messages(1), tools: Array(MAX_REQUEST_TOOLS + 1).fill('calculate_expression') } })
   t.equal(tools.statusCode, 422, 'tools is bounded too')
   t.same(tools.json().detail[0].loc, ['body', 'tools'])
 })

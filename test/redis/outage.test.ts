@@ -132,7 +132,7 @@ test('Redis killed while serving: limits per process, sessions 503, /ready 503, 
     'the sessions log the outage once')
   t.equal(errorLines(logs, 'rate-limit store failed; request let through').length, 0, 'no request was let through unlimited')
   t.notOk(JSON.stringify((await app.inject('/ready')).json()).includes(String(server.port)), '/ready shows no address')
-  t.same((await app.inject('/ready')).json().checks, { redis: 'failed: unreachable' }, '/ready names redis, not the driver error')
+  t.same((await app.inject('/ready')).json().checks, { redis: 'failed: unavailable' }, '/ready names redis, not the driver error')
 
   // The same app, not rebuilt, recovers once redis-server is back on the same port (empty: no persistence).
   await server.start()
