@@ -60,18 +60,27 @@ function startTraffic (apps: [App, App], workers: number, label: string): Traffi
   }
 }
 
-/** Every request answered 200, and every session holds every turn answered. */
-async function assertNoFailures (t: Test, traffic: Traffic, app: App): Promise<void> {
+/**
+ * Every request answered 200, and every session holds every turn answered. With `acknowledgedLoss` (a
+ * killed master): Redis replicates asynchronously, so the writes the old master acknowledged in its last
+ * moments may be gone; then no answer may be a 5xx, and every session keeps whole exchanges, at most all.
+ */
+async function assertNoFailures (t: Test, traffic: Traffic, app: App, acknowledgedLoss = false): Promise<void> {
   let total = 0
   for (const [kind, list] of traffic.statuses) {
     total += list.length
-    const failed = list.filter((status) => status !== 200)
-    t.same(failed, [], `${kind}: all ${list.length} answered 200`)
+    const failed = list.filter((status) => (acknowledgedLoss ? status >= 500 : status !== 200))
+    t.same(failed, [], `${kind}: all ${list.length} answered ${acknowledgedLoss ? 'without a 5xx' : '200'}`)
   }
   t.ok(total > 0, `${total} requests during the fault`)
   t.comment(`slowest answers (ms): ${JSON.stringify(Object.fromEntries([...traffic.slowest].map(([k, v]) => [k, Math.round(v)])))}`)
   for (const [session, turns] of traffic.expectedTurns) {
     const history = await app.inject(`/sessions/${session}`)
+    if (acknowledgedLoss) {
+      const kept: number = history.statusCode === 200 ? history.json().messages.length : 0
+      t.ok(kept <= turns && kept % 2 === 0, `${session}: ${kept} of ${turns} turns kept, whole exchanges only`)
+      continue
+    }
     t.equal(history.statusCode, 200)
     t.equal(history.json().messages.length, turns, `${session}: all ${turns} turns kept`)
   }
@@ -121,7 +130,7 @@ test('a master killed during traffic: its replica takes over, requests cost retr
   const seen = traffic.statuses.get('POST /chat')?.length ?? 0
   while ((traffic.statuses.get('POST /chat')?.length ?? 0) < seen + 8) await new Promise((resolve) => setTimeout(resolve, 20))
   await traffic.stop()
-  await assertNoFailures(t, traffic, apps[0])
+  await assertNoFailures(t, traffic, apps[0], true)
   const ready = await apps[1].inject('/ready')
   t.equal(ready.statusCode, 200, '/ready is 200 on the new topology')
 })
