@@ -3,7 +3,8 @@ import Anthropic from '@anthropic-ai/sdk'
 import { LLMServiceError } from '../errors.js'
 import { AbortError, isAbortError } from './abort.js'
 import { createNodeFetch } from './node-fetch.js'
-import { retryAfterSeconds, withRetry, type RetryInfo, type RetryPolicy } from './retry.js'
+import { withRetry, type RetryInfo, type RetryPolicy } from './retry.js'
+import { causeText, isRecord, toServiceError, type UpstreamErrorKinds } from './upstream-errors.js'
 import type {
   ChatTurn, LLMProvider, ModelRequest, ModelResponse, ModelStreamEvent, TextBlock, ToolUseBlock, Usage,
 } from './types.js'
@@ -61,10 +62,6 @@ class IncompleteStreamError extends Error {
   readonly retryable = true
 }
 
-function isRecord (value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
-
 /** Blocks as the Messages API takes them: a tool_use's `inputError` (from an OpenAI-compatible model) is ours, not the API's. */
 function withoutInputErrors (content: ChatTurn['content']): ChatTurn['content'] {
   if (typeof content === 'string' || !content.some((block) => block.type === 'tool_use' && block.inputError !== undefined)) return content
@@ -106,38 +103,22 @@ function toResponse (message: Anthropic.Message, requestId: string | null | unde
   return response
 }
 
-function causeText (error: unknown): string {
-  if (!(error instanceof Error)) return String(error)
-  const cause = error.cause instanceof Error && error.cause.message !== error.message ? ` (${error.cause.message})` : ''
-  return `${error.message}${cause}`
-}
-
 /** The upstream request id an SDK error carries, if any. */
 function errorRequestId (error: unknown): string | undefined {
   return error instanceof Anthropic.APIError && typeof error.requestID === 'string' ? error.requestID : undefined
 }
 
-/**
- * Turns an upstream failure into an LLMServiceError whose message carries the upstream text:
- * 504 for timeouts, 502 for everything else (HTTP errors, connection errors, stream errors).
- */
-function toServiceError (error: unknown, timeoutSeconds: number): LLMServiceError {
-  if (error instanceof LLMServiceError) return error
-  const retryAfter = retryAfterSeconds(error)
-  const options = { cause: error, ...(retryAfter === undefined ? {} : { retryAfter: Math.ceil(retryAfter) }) }
-  if (error instanceof Anthropic.APIConnectionTimeoutError || (error instanceof Error && error.name === 'TimeoutError')) {
-    return new LLMServiceError(`Anthropic API timed out after ${timeoutSeconds} s`, 504, options)
-  }
-  if (error instanceof Anthropic.APIConnectionError) {
-    return new LLMServiceError(`Anthropic API connection error: ${causeText(error.cause ?? error)}`, 502, options)
-  }
-  if (error instanceof Anthropic.APIError) {
-    const detail = error.apiMessage ?? error.message
+/** How the Anthropic SDK's failures are told apart ({@link toServiceError}). */
+const ANTHROPIC_ERRORS: UpstreamErrorKinds = {
+  vendor: 'Anthropic',
+  isTimeout: (error) => error instanceof Anthropic.APIConnectionTimeoutError,
+  isConnectionError: (error) => error instanceof Anthropic.APIConnectionError,
+  apiErrorText: (error) => {
+    if (!(error instanceof Anthropic.APIError)) return undefined
     const type = error.type === null ? '' : ` ${error.type}`
     const where = error.status === undefined ? 'stream error' : `error ${error.status}`
-    return new LLMServiceError(`Anthropic API ${where}${type}: ${detail}`, 502, options)
-  }
-  return new LLMServiceError(`Anthropic API call failed: ${causeText(error)}`, 502, options)
+    return `Anthropic API ${where}${type}: ${error.apiMessage ?? error.message}`
+  },
 }
 
 /** Assembles a streamed message from raw events; turns each event into what the provider yields. */
@@ -389,7 +370,7 @@ export function createAnthropicProvider (options: AnthropicProviderOptions): LLM
     if (request.signal?.aborted === true || isAbortError(error)) {
       return error instanceof AbortError ? error : new AbortError(undefined, { cause: error })
     }
-    const serviceError = toServiceError(error, options.timeoutSeconds)
+    const serviceError = toServiceError(error, options.timeoutSeconds, ANTHROPIC_ERRORS)
     logger?.error({ model: request.model, requestId: errorRequestId(error), statusCode: serviceError.statusCode, err: serviceError.message },
       'Anthropic call failed')
     return serviceError

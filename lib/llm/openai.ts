@@ -5,11 +5,11 @@ import type {
   ChatCompletion, ChatCompletionChunk, ChatCompletionContentPart, ChatCompletionCreateParamsNonStreaming,
   ChatCompletionMessageParam, ChatCompletionMessageToolCall,
 } from 'openai/resources/chat/completions'
-import { LLMServiceError } from '../errors.js'
 import { AbortError, isAbortError } from './abort.js'
 import type { LLMLogger } from './anthropic.js'
 import { createNodeFetch } from './node-fetch.js'
-import { isRetryableError, retryAfterSeconds, withRetry, type RetryInfo, type RetryPolicy } from './retry.js'
+import { isRetryableError, withRetry, type RetryInfo, type RetryPolicy } from './retry.js'
+import { causeText, isRecord, toServiceError, type UpstreamErrorKinds } from './upstream-errors.js'
 import type {
   ChatTurn, LLMProvider, ModelRequest, ModelResponse, ModelStreamEvent, TextBlock, ToolUseBlock, Usage,
 } from './types.js'
@@ -61,10 +61,6 @@ class IncompleteStreamError extends Error {
 /** An attempt that went silent for longer than the timeout. Retryable (its name is `TimeoutError`). */
 class UpstreamTimeoutError extends Error {
   override name = 'TimeoutError'
-}
-
-function isRecord (value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
 function isRetryable (error: unknown): boolean {
@@ -173,35 +169,23 @@ function toResponse (completion: ChatCompletion, model: string, requestId: strin
   return response
 }
 
-function causeText (error: unknown): string {
-  if (!(error instanceof Error)) return String(error)
-  const cause = error.cause instanceof Error && error.cause.message !== error.message ? ` (${error.cause.message})` : ''
-  return `${error.message}${cause}`
-}
-
 function errorRequestId (error: unknown): string | undefined {
   return error instanceof OpenAI.APIError && typeof error.requestID === 'string' ? error.requestID : undefined
 }
 
-/** Turns an upstream failure into an LLMServiceError carrying the upstream text: 504 for timeouts, else 502. */
-function toServiceError (error: unknown, timeoutSeconds: number): LLMServiceError {
-  if (error instanceof LLMServiceError) return error
-  const retryAfter = retryAfterSeconds(error)
-  const options = { cause: error, ...(retryAfter === undefined ? {} : { retryAfter: Math.ceil(retryAfter) }) }
-  if (error instanceof OpenAI.APIConnectionTimeoutError || (error instanceof Error && error.name === 'TimeoutError')) {
-    return new LLMServiceError(`OpenAI API timed out after ${timeoutSeconds} s`, 504, options)
-  }
-  if (error instanceof OpenAI.APIConnectionError) {
-    return new LLMServiceError(`OpenAI API connection error: ${causeText(error.cause ?? error)}`, 502, options)
-  }
-  if (error instanceof OpenAI.APIError) {
+/** How the openai SDK's failures (and ours, read from its streams) are told apart ({@link toServiceError}). */
+const OPENAI_ERRORS: UpstreamErrorKinds = {
+  vendor: 'OpenAI',
+  isTimeout: (error) => error instanceof OpenAI.APIConnectionTimeoutError,
+  isConnectionError: (error) => error instanceof OpenAI.APIConnectionError,
+  apiErrorText: (error) => {
+    if (error instanceof StreamErrorEvent || error instanceof IncompleteStreamError) return error.message
+    if (!(error instanceof OpenAI.APIError)) return undefined
     const body = isRecord(error.error) && typeof error.error['message'] === 'string' ? error.error['message'] : error.message
     const status = error.status === undefined ? '' : ` ${error.status}`
     const type = error.type === undefined || error.type === null ? '' : ` ${error.type}`
-    return new LLMServiceError(`OpenAI API error${status}${type}: ${body}`, 502, options)
-  }
-  if (error instanceof StreamErrorEvent || error instanceof IncompleteStreamError) return new LLMServiceError(error.message, 502, options)
-  return new LLMServiceError(`OpenAI API call failed: ${causeText(error)}`, 502, options)
+    return `OpenAI API error${status}${type}: ${body}`
+  },
 }
 
 /** Assembles a streamed completion: text as it comes, tool calls by index, finish reason, usage. */
@@ -534,7 +518,7 @@ export function createOpenAIProvider (options: OpenAIProviderOptions): LLMProvid
     if (request.signal?.aborted === true || isAbortError(error)) {
       return error instanceof AbortError ? error : new AbortError(undefined, { cause: error })
     }
-    const serviceError = toServiceError(error, options.timeoutSeconds)
+    const serviceError = toServiceError(error, options.timeoutSeconds, OPENAI_ERRORS)
     logger?.error({ model: request.model, requestId: errorRequestId(error), statusCode: serviceError.statusCode, err: serviceError.message },
       'OpenAI call failed')
     return serviceError
