@@ -2,6 +2,7 @@
 import Anthropic from '@anthropic-ai/sdk'
 import { LLMServiceError } from '../errors.js'
 import { AbortError, isAbortError } from './abort.js'
+import { AttemptWatch } from './attempt-watch.js'
 import { createNodeFetch } from './node-fetch.js'
 import { withRetry, type RetryInfo, type RetryPolicy } from './retry.js'
 import { causeText, isRecord, toServiceError, type UpstreamErrorKinds } from './upstream-errors.js'
@@ -50,11 +51,6 @@ export interface AnthropicProviderOptions {
 
 /** `temperature` is sent only on the legacy API version; the SDK 1.x types no longer declare it. */
 type CreateParams = Anthropic.MessageCreateParamsNonStreaming & { temperature?: number }
-
-/** An attempt that went silent for longer than the timeout. Retryable (its name is `TimeoutError`). */
-class UpstreamTimeoutError extends Error {
-  override name = 'TimeoutError'
-}
 
 /** A stream that ended without `message_stop`. Retryable while nothing has been yielded. */
 class IncompleteStreamError extends Error {
@@ -196,36 +192,28 @@ class StreamAssembler {
 /** One streamed attempt: its own abort controller (the caller's signal and the idle timer both end it). */
 class StreamAttempt {
   requestId: string | null | undefined
-  readonly #controller = new AbortController()
-  readonly #signal: AbortSignal | undefined
-  readonly #timeoutMs: number
+  readonly #watch: AttemptWatch
   readonly #assembler: StreamAssembler
   #iterator: AsyncIterator<Anthropic.RawMessageStreamEvent> | undefined
-  /** The idle timer: one per attempt, restarted (refresh) rather than re-created for every event. */
-  #timer: NodeJS.Timeout | undefined
-  /** True while we wait for upstream data: only then may the idle timer end the attempt. */
-  #waiting = false
-  #timedOut = false
   /** message_stop arrived: the upstream has said everything and only the end of the response is left. */
   #complete = false
 
   constructor (signal: AbortSignal | undefined, timeoutMs: number, model: string, onUsage?: (usage: Usage) => void) {
-    this.#signal = signal
-    this.#timeoutMs = timeoutMs
+    this.#watch = new AttemptWatch(signal, timeoutMs, 'Anthropic')
     this.#assembler = new StreamAssembler(model, onUsage)
   }
 
   /** Sends the request and waits for the response headers. */
   async open (client: Anthropic, params: CreateParams): Promise<void> {
-    this.#wait()
+    this.#watch.wait()
     try {
-      const signal = this.#signal === undefined ? this.#controller.signal : AbortSignal.any([this.#signal, this.#controller.signal])
-      const { data, request_id: requestId } = await this.#guard(
-        client.messages.create({ ...params, stream: true }, { signal, timeout: this.#timeoutMs, maxRetries: 0 }).withResponse())
+      const signal = this.#watch.requestSignal()
+      const { data, request_id: requestId } = await this.#watch.guard(
+        client.messages.create({ ...params, stream: true }, { signal, timeout: this.#watch.timeoutMs, maxRetries: 0 }).withResponse())
       this.requestId = requestId
       this.#iterator = data[Symbol.asyncIterator]()
     } finally {
-      this.#waiting = false
+      this.#watch.stopWaiting()
     }
   }
 
@@ -236,25 +224,25 @@ class StreamAttempt {
   async next (): Promise<ModelStreamEvent> {
     const iterator = this.#iterator
     if (iterator === undefined) throw new Error('stream attempt not open')
-    this.#wait()
+    this.#watch.wait()
     try {
       for (;;) {
         let result: IteratorResult<Anthropic.RawMessageStreamEvent>
         try {
           result = await iterator.next()
         } catch (error) {
-          throw this.#stopReason() ?? error
+          throw this.#watch.stopReason() ?? error
         }
         // The SDK ends its iterator quietly when the request is aborted: tell why it ended.
-        if (result.done === true) throw this.#stopReason() ?? new IncompleteStreamError('Anthropic stream ended before message_stop')
-        this.#timer?.refresh()
+        if (result.done === true) throw this.#watch.stopReason() ?? new IncompleteStreamError('Anthropic stream ended before message_stop')
+        this.#watch.refresh()
         const event = this.#assembler.apply(result.value, this.requestId)
         if (event === undefined) continue
         if (event.type === 'message') this.#complete = true
         return event
       }
     } finally {
-      this.#waiting = false
+      this.#watch.stopWaiting()
     }
   }
 
@@ -268,59 +256,30 @@ class StreamAttempt {
    * reachable from that controller through the abort reason's stack, so nothing is ever collected.
    */
   cancel (): void {
-    this.#waiting = false
-    clearTimeout(this.#timer)
+    this.#watch.clear()
     const iterator = this.#iterator
     this.#iterator = undefined
-    if (iterator !== undefined && this.#complete && !this.#controller.signal.aborted) {
+    if (iterator !== undefined && this.#complete && !this.#watch.controller.signal.aborted) {
       this.#finish(iterator).catch(() => {})
       return
     }
-    this.#controller.abort()
+    this.#watch.controller.abort()
     iterator?.return?.().catch(() => {})
   }
 
   /** Reads what follows message_stop (normally just the end of the response); aborts if more comes or it stalls. */
   async #finish (iterator: AsyncIterator<Anthropic.RawMessageStreamEvent>): Promise<void> {
-    const timer = setTimeout(() => { this.#controller.abort() }, this.#timeoutMs)
+    const timer = setTimeout(() => { this.#watch.controller.abort() }, this.#watch.timeoutMs)
     timer.unref()
     try {
       for (let extra = 0; extra < 8; extra++) {
         if ((await iterator.next()).done === true) return
       }
-      this.#controller.abort()
+      this.#watch.controller.abort()
     } finally {
       clearTimeout(timer)
       await iterator.return?.()
     }
-  }
-
-  /** We wait for upstream data from now on: the idle timer starts over. */
-  #wait (): void {
-    this.#waiting = true
-    if (this.#timer === undefined) this.#timer = setTimeout(this.#onIdle, this.#timeoutMs)
-    else this.#timer.refresh()
-  }
-
-  /** The idle timer fired: it ends the attempt only if we are still waiting (not while the caller holds an event). */
-  readonly #onIdle = (): void => {
-    if (!this.#waiting) return
-    this.#timedOut = true
-    this.#controller.abort()
-  }
-
-  async #guard<T> (promise: Promise<T>): Promise<T> {
-    try {
-      return await promise
-    } catch (error) {
-      throw this.#stopReason() ?? error
-    }
-  }
-
-  #stopReason (): Error | undefined {
-    if (this.#signal?.aborted === true) return new AbortError(undefined, { cause: this.#signal.reason })
-    if (this.#timedOut) return new UpstreamTimeoutError(`no data from the Anthropic API for ${this.#timeoutMs} ms`)
-    return undefined
   }
 }
 

@@ -6,6 +6,7 @@ import type {
   ChatCompletionMessageParam, ChatCompletionMessageToolCall,
 } from 'openai/resources/chat/completions'
 import { AbortError, isAbortError } from './abort.js'
+import { AttemptWatch } from './attempt-watch.js'
 import type { LLMLogger } from './anthropic.js'
 import { createNodeFetch } from './node-fetch.js'
 import { isRetryableError, withRetry, type RetryInfo, type RetryPolicy } from './retry.js'
@@ -56,11 +57,6 @@ export class StreamErrorEvent extends Error {
 class IncompleteStreamError extends Error {
   override name = 'IncompleteStreamError'
   readonly retryable = true
-}
-
-/** An attempt that went silent for longer than the timeout. Retryable (its name is `TimeoutError`). */
-class UpstreamTimeoutError extends Error {
-  override name = 'TimeoutError'
 }
 
 function isRetryable (error: unknown): boolean {
@@ -318,36 +314,30 @@ class SseReader {
 /** One streamed attempt: its own abort controller, ended by the caller's signal or the idle timer. */
 class StreamAttempt {
   requestId: string | null | undefined
-  readonly #controller = new AbortController()
-  readonly #signal: AbortSignal | undefined
-  readonly #timeoutMs: number
+  readonly #watch: AttemptWatch
   readonly #assembler: ChunkAssembler
   #reader: SseReader | undefined
-  #timer: NodeJS.Timeout | undefined
-  #waiting = false
-  #timedOut = false
   /** The answer is complete (finish reason and end or [DONE]): only the end of the body may be left. */
   #complete = false
 
   constructor (signal: AbortSignal | undefined, timeoutMs: number, model: string) {
-    this.#signal = signal
-    this.#timeoutMs = timeoutMs
+    this.#watch = new AttemptWatch(signal, timeoutMs, 'OpenAI')
     this.#assembler = new ChunkAssembler(model)
   }
 
   async open (client: OpenAI, params: ChatCompletionCreateParamsNonStreaming): Promise<void> {
-    this.#wait()
+    this.#watch.wait()
     try {
-      const signal = this.#signal === undefined ? this.#controller.signal : AbortSignal.any([this.#signal, this.#controller.signal])
+      const signal = this.#watch.requestSignal()
       // The raw response (HTTP errors still throw the SDK's APIError); its body is read by SseReader.
-      const response = await this.#guard(client.chat.completions.create(
+      const response = await this.#watch.guard(client.chat.completions.create(
         { ...params, stream: true, stream_options: { include_usage: true } },
-        { signal, timeout: this.#timeoutMs, maxRetries: 0 }).asResponse())
+        { signal, timeout: this.#watch.timeoutMs, maxRetries: 0 }).asResponse())
       this.requestId = response.headers.get('x-request-id')
       if (response.body === null) throw new IncompleteStreamError('OpenAI API answered with no body')
       this.#reader = new SseReader(response.body as unknown as AsyncIterable<Uint8Array>)
     } finally {
-      this.#waiting = false
+      this.#watch.stopWaiting()
     }
   }
 
@@ -355,29 +345,29 @@ class StreamAttempt {
   async next (): Promise<ModelStreamEvent> {
     const reader = this.#reader
     if (reader === undefined) throw new Error('stream attempt not open')
-    this.#wait()
+    this.#watch.wait()
     try {
       for (;;) {
         let sse: SseEvent | undefined
         try {
           sse = await reader.next()
         } catch (error) {
-          throw this.#stopReason() ?? error
+          throw this.#watch.stopReason() ?? error
         }
         if (sse === undefined || sse.data === '[DONE]') {
-          const stopped = this.#stopReason()
+          const stopped = this.#watch.stopReason()
           if (stopped !== undefined) throw stopped
           if (this.#assembler.finish === null) throw new IncompleteStreamError('OpenAI stream ended before a finish reason')
           this.#complete = true
           this.cancel()
           return { type: 'message', message: this.#assembler.message(this.requestId) }
         }
-        this.#timer?.refresh()
+        this.#watch.refresh()
         const text = this.#assembler.apply(parseChunk(sse))
         if (text !== '') return { type: 'text', text }
       }
     } finally {
-      this.#waiting = false
+      this.#watch.stopWaiting()
     }
   }
 
@@ -387,58 +377,31 @@ class StreamAttempt {
    * connection stays reusable.
    */
   cancel (): void {
-    this.#waiting = false
-    clearTimeout(this.#timer)
+    this.#watch.clear()
     const reader = this.#reader
     this.#reader = undefined
     if (reader === undefined) return
-    if (this.#complete && !this.#controller.signal.aborted) {
-      this.#finish(reader).catch(() => { this.#controller.abort() })
+    if (this.#complete && !this.#watch.controller.signal.aborted) {
+      this.#finish(reader).catch(() => { this.#watch.controller.abort() })
       return
     }
-    this.#controller.abort()
+    this.#watch.controller.abort()
     reader.close()
   }
 
   /** Reads what follows the answer (normally nothing but the end); aborts if more comes or it stalls. */
   async #finish (reader: SseReader): Promise<void> {
-    const timer = setTimeout(() => { this.#controller.abort() }, this.#timeoutMs)
+    const timer = setTimeout(() => { this.#watch.controller.abort() }, this.#watch.timeoutMs)
     timer.unref()
     try {
       for (let extra = 0; extra < 8; extra++) {
         if (await reader.next() === undefined) return
       }
-      this.#controller.abort()
+      this.#watch.controller.abort()
     } finally {
       clearTimeout(timer)
       reader.close()
     }
-  }
-
-  #wait (): void {
-    this.#waiting = true
-    if (this.#timer === undefined) this.#timer = setTimeout(this.#onIdle, this.#timeoutMs)
-    else this.#timer.refresh()
-  }
-
-  readonly #onIdle = (): void => {
-    if (!this.#waiting) return
-    this.#timedOut = true
-    this.#controller.abort()
-  }
-
-  async #guard<T> (promise: Promise<T>): Promise<T> {
-    try {
-      return await promise
-    } catch (error) {
-      throw this.#stopReason() ?? error
-    }
-  }
-
-  #stopReason (): Error | undefined {
-    if (this.#signal?.aborted === true) return new AbortError(undefined, { cause: this.#signal.reason })
-    if (this.#timedOut) return new UpstreamTimeoutError(`no data from the OpenAI API for ${this.#timeoutMs} ms`)
-    return undefined
   }
 }
 
