@@ -1,11 +1,12 @@
 // Anthropic provider: the Messages API through @anthropic-ai/sdk, with our retry policy, timeouts and abort.
 import Anthropic from '@anthropic-ai/sdk'
 import { LLMServiceError } from '../errors.js'
-import { AbortError, isAbortError } from './abort.js'
 import { AttemptWatch } from './attempt-watch.js'
 import { createNodeFetch } from './node-fetch.js'
-import { withRetry, type RetryInfo, type RetryPolicy } from './retry.js'
-import { causeText, isRecord, toServiceError, type UpstreamErrorKinds } from './upstream-errors.js'
+import { withRetry, type RetryPolicy } from './retry.js'
+import {
+  callFailure, isRecord, logRetries, retriedStream, type FailureReporting, type UpstreamErrorKinds,
+} from './upstream-errors.js'
 import type {
   ChatTurn, LLMProvider, ModelRequest, ModelResponse, ModelStreamEvent, TextBlock, ToolUseBlock, Usage,
 } from './types.js'
@@ -313,27 +314,11 @@ export function createAnthropicProvider (options: AnthropicProviderOptions): LLM
       `temperature is not sent to the model: only anthropic-version ${LEGACY_API_VERSION} accepts it`)
   }
 
-  const onRetry = (model: string) => (info: RetryInfo): void => {
-    logger?.warn({
-      model,
-      attempt: info.attempt,
-      delayMs: info.delayMs,
-      retryAfterSeconds: info.retryAfterSeconds,
-      requestId: errorRequestId(info.error),
-      err: causeText(info.error),
-    }, 'Anthropic call failed, retrying')
-  }
-
-  /** What a failed call throws: an AbortError for an abort, else a logged LLMServiceError. */
-  const failure = (error: unknown, request: ModelRequest): Error => {
-    if (request.signal?.aborted === true || isAbortError(error)) {
-      return error instanceof AbortError ? error : new AbortError(undefined, { cause: error })
-    }
-    const serviceError = toServiceError(error, options.timeoutSeconds, ANTHROPIC_ERRORS)
-    logger?.error({ model: request.model, requestId: errorRequestId(error), statusCode: serviceError.statusCode, err: serviceError.message },
-      'Anthropic call failed')
-    return serviceError
-  }
+  const reporting: FailureReporting = { kinds: ANTHROPIC_ERRORS, requestIdOf: errorRequestId, timeoutSeconds: options.timeoutSeconds, logger }
+  const retryOptions = (request: ModelRequest) => ({
+    ...(request.signal === undefined ? {} : { signal: request.signal }),
+    onRetry: logRetries(request, reporting),
+  })
 
   return {
     name: 'anthropic',
@@ -345,47 +330,20 @@ export function createAnthropicProvider (options: AnthropicProviderOptions): LLM
         const response = await withRetry(async () => {
           const { data, request_id: requestId } = await client.messages.create(params, requestOptions).withResponse()
           return toResponse(data, requestId)
-        }, policy, { ...(request.signal === undefined ? {} : { signal: request.signal }), onRetry: onRetry(request.model) })
+        }, policy, retryOptions(request))
         logger?.debug?.({ model: response.model, requestId: response.requestId, usage: response.usage }, 'Anthropic call done')
         return response
       } catch (error) {
-        throw failure(error, request)
+        throw callFailure(error, request, reporting)
       }
     },
 
-    async * stream (request: ModelRequest): AsyncGenerator<ModelStreamEvent> {
+    stream (request: ModelRequest): AsyncGenerator<ModelStreamEvent> {
       const params = toParams(request, legacyVersion)
-      let attempt: StreamAttempt | undefined
-      let event: ModelStreamEvent
-      try {
-        // Retried only up to the first event we yield: after that the caller has seen output.
-        [attempt, event] = await withRetry(async () => {
-          const candidate = new StreamAttempt(request.signal, timeoutMs, request.model, request.onUsage)
-          try {
-            await candidate.open(client, params)
-            return [candidate, await candidate.next()] as const
-          } catch (error) {
-            candidate.cancel()
-            throw error
-          }
-        }, policy, { ...(request.signal === undefined ? {} : { signal: request.signal }), onRetry: onRetry(request.model) })
-      } catch (error) {
-        throw failure(error, request)
-      }
-      try {
-        for (;;) {
-          yield event
-          if (event.type === 'message') {
-            logger?.debug?.({ model: event.message.model, requestId: event.message.requestId, usage: event.message.usage }, 'Anthropic stream done')
-            return
-          }
-          event = await attempt.next()
-        }
-      } catch (error) {
-        throw failure(error, request)
-      } finally {
-        attempt.cancel()
-      }
+      return retriedStream(() => {
+        const attempt = new StreamAttempt(request.signal, timeoutMs, request.model, request.onUsage)
+        return { attempt, opened: attempt.open(client, params) }
+      }, request, policy, retryOptions(request), reporting)
     },
 
     async close (): Promise<void> {

@@ -5,12 +5,13 @@ import type {
   ChatCompletion, ChatCompletionChunk, ChatCompletionContentPart, ChatCompletionCreateParamsNonStreaming,
   ChatCompletionMessageParam, ChatCompletionMessageToolCall,
 } from 'openai/resources/chat/completions'
-import { AbortError, isAbortError } from './abort.js'
 import { AttemptWatch } from './attempt-watch.js'
 import type { LLMLogger } from './anthropic.js'
 import { createNodeFetch } from './node-fetch.js'
-import { isRetryableError, withRetry, type RetryInfo, type RetryPolicy } from './retry.js'
-import { causeText, isRecord, toServiceError, type UpstreamErrorKinds } from './upstream-errors.js'
+import { isRetryableError, withRetry, type RetryPolicy } from './retry.js'
+import {
+  callFailure, isRecord, logRetries, retriedStream, type FailureReporting, type UpstreamErrorKinds,
+} from './upstream-errors.js'
 import type {
   ChatTurn, LLMProvider, ModelRequest, ModelResponse, ModelStreamEvent, TextBlock, ToolUseBlock, Usage,
 } from './types.js'
@@ -462,30 +463,12 @@ export function createOpenAIProvider (options: OpenAIProviderOptions): LLMProvid
     return params
   }
 
+  const reporting: FailureReporting = { kinds: OPENAI_ERRORS, requestIdOf: errorRequestId, timeoutSeconds: options.timeoutSeconds, logger }
   const retryOptions = (request: ModelRequest) => ({
     ...(request.signal === undefined ? {} : { signal: request.signal }),
     isRetryable,
-    onRetry: (info: RetryInfo): void => {
-      logger?.warn({
-        model: request.model,
-        attempt: info.attempt,
-        delayMs: info.delayMs,
-        retryAfterSeconds: info.retryAfterSeconds,
-        requestId: errorRequestId(info.error),
-        err: causeText(info.error),
-      }, 'OpenAI call failed, retrying')
-    },
+    onRetry: logRetries(request, reporting),
   })
-
-  const failure = (error: unknown, request: ModelRequest): Error => {
-    if (request.signal?.aborted === true || isAbortError(error)) {
-      return error instanceof AbortError ? error : new AbortError(undefined, { cause: error })
-    }
-    const serviceError = toServiceError(error, options.timeoutSeconds, OPENAI_ERRORS)
-    logger?.error({ model: request.model, requestId: errorRequestId(error), statusCode: serviceError.statusCode, err: serviceError.message },
-      'OpenAI call failed')
-    return serviceError
-  }
 
   return {
     name: 'openai',
@@ -499,40 +482,16 @@ export function createOpenAIProvider (options: OpenAIProviderOptions): LLMProvid
           return toResponse(data, request.model, requestId)
         }, policy, retryOptions(request))
       } catch (error) {
-        throw failure(error, request)
+        throw callFailure(error, request, reporting)
       }
     },
 
-    async * stream (request: ModelRequest): AsyncGenerator<ModelStreamEvent> {
+    stream (request: ModelRequest): AsyncGenerator<ModelStreamEvent> {
       const params = toParams(request)
-      let attempt: StreamAttempt | undefined
-      let event: ModelStreamEvent
-      try {
-        // Retried only up to the first event we yield: after that the caller has seen output.
-        [attempt, event] = await withRetry(async () => {
-          const candidate = new StreamAttempt(request.signal, timeoutMs, request.model)
-          try {
-            await candidate.open(client, params)
-            return [candidate, await candidate.next()] as const
-          } catch (error) {
-            candidate.cancel()
-            throw error
-          }
-        }, policy, retryOptions(request))
-      } catch (error) {
-        throw failure(error, request)
-      }
-      try {
-        for (;;) {
-          yield event
-          if (event.type === 'message') return
-          event = await attempt.next()
-        }
-      } catch (error) {
-        throw failure(error, request)
-      } finally {
-        attempt.cancel()
-      }
+      return retriedStream(() => {
+        const attempt = new StreamAttempt(request.signal, timeoutMs, request.model)
+        return { attempt, opened: attempt.open(client, params) }
+      }, request, policy, retryOptions(request), reporting)
     },
 
     async close (): Promise<void> {
