@@ -23,6 +23,10 @@ interface EventSink {
   end (payloads: readonly string[]): Promise<void>
   /** After an abort: the error text the stream ends with, or undefined when nobody is left to read it. */
   abortMessage (): string | undefined
+  /** Once the run is over, whatever its outcome (idempotent). */
+  close (): void
+  /** The response whose end the conversation log waits for; null: log when the run ends. */
+  readonly logAfter: FastifyReply | null
 }
 
 /** A run made ready: its options, and who and what it is logged under. */
@@ -120,10 +124,10 @@ function createAgent (app: FastifyInstance) {
   /**
    * Runs the agent into `sink` in `format`: each event's payloads as they come, then the terminal payloads
    * (usage, where the format carries it, before every ending). Memory is saved before the done message, so a
-   * client that continues the moment it reads it finds its turn. Tokens are counted however the run ends.
-   * Returns the text the run wrote.
+   * client that continues the moment it reads it finds its turn. Tokens are counted and the exchange logged
+   * however the run ends.
    */
-  async function pump (request: FastifyRequest, run: PreparedRun, format: StreamFormat, sink: EventSink): Promise<string> {
+  async function pump (request: FastifyRequest, run: PreparedRun, format: StreamFormat, sink: EventSink): Promise<void> {
     let text = ''
     try {
       const events = runAgent({ ...run.options, streaming: true, signal: sink.signal })
@@ -159,14 +163,17 @@ function createAgent (app: FastifyInstance) {
         await sink.end(format.error(publicErrorText(error), run.usage.report()))
       }
     } finally {
+      sink.close()
       countTokens(run)
+      logConversation(request, sink.logAfter, run, text)
     }
-    return text
   }
 
   /** The sink of a plain stream: the client's own SSE response; the client leaving aborts the run. */
-  function clientSink (sse: SseWriter): EventSink {
+  function clientSink (sse: SseWriter, reply: FastifyReply): EventSink {
     return {
+      logAfter: reply,
+      close: () => { sse.end() },
       signal: sse.signal,
       send: (payload) => sse.trySend(payload),
       end: async (payloads) => { for (const payload of payloads) await sse.send(payload) },
@@ -182,6 +189,9 @@ function createAgent (app: FastifyInstance) {
   function logSink (opened: Awaited<ReturnType<typeof app.resumable.open>>): EventSink {
     const { producer, signal } = opened
     return {
+      // Logged when the run ends, not when this client leaves.
+      logAfter: null,
+      close: () => { opened.done() },
       signal,
       send: (payload) => { producer.append(payload); return undefined },
       end: async (payloads) => {
@@ -231,14 +241,7 @@ function createAgent (app: FastifyInstance) {
         const opened = await app.resumable.open(request, reply, format, options.resumable)
         // What the route files the stream under (a UI chat's id), before the run can end.
         await options.onOpen?.(opened.id).catch((error: unknown) => request.log.error({ err: error }, 'recording the stream failed'))
-        let text = ''
-        try {
-          text = await pump(request, run, format, logSink(opened))
-        } finally {
-          opened.done()
-          // Logged when the run ends, not when this client leaves.
-          logConversation(request, null, run, text)
-        }
+        await pump(request, run, format, logSink(opened))
         await opened.followed
         return
       }
@@ -247,13 +250,7 @@ function createAgent (app: FastifyInstance) {
         registry: app.streams,
         formatError: (message) => format.error(message, run.usage.report()),
       })
-      let text = ''
-      try {
-        text = await pump(request, run, format, clientSink(sse))
-      } finally {
-        sse.end()
-        logConversation(request, reply, run, text)
-      }
+      await pump(request, run, format, clientSink(sse, reply))
     },
   }
 }
