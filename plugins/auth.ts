@@ -15,7 +15,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /**
      * Who is calling, for rate limits and session ownership; never a raw key:
-     * `key:<sha256 prefix>` of a configured key (bearer, else X-API-Key), else `ip:<client ip>`.
+     * `key:<sha256 prefix>` of the configured bearer key on a protected route, else `ip:<client ip>`
+     * (open routes read no key: nothing there is rate limited).
      */
     identity: string
   }
@@ -67,6 +68,10 @@ export default fp(async (app) => {
   const { apiKeys } = app.config
   const authOn = apiKeys.length > 0
   const identityOfKey = createKeyMatcher(apiKeys)
+  const identityOfBearer = (header: string | undefined): string | undefined => {
+    const bearer = bearerToken(header)
+    return bearer === undefined ? undefined : identityOfKey(bearer)
+  }
   if (!authOn) app.log.warn('API_KEYS is empty: authentication is off, every route is open')
 
   const unauthorized = () => new HttpError(401, INVALID_API_KEY, { 'www-authenticate': 'Bearer' })
@@ -79,19 +84,21 @@ export default fp(async (app) => {
 
   // A callback hook: no promise and no extra microtask per request.
   app.addHook('onRequest', (request, _reply, done) => {
-    const bearer = authOn ? bearerToken(request.headers.authorization) : undefined
-    const bearerIdentity = bearer === undefined ? undefined : identityOfKey(bearer)
-    const bearerValid = bearerIdentity !== undefined
-    if (bearerValid) {
+    // Open routes and 404s check no key and have no rate limit, so nothing reads a key identity there:
+    // the client IP names the caller, and /health or /metrics cost no hashing.
+    if (!authOn || isOpenRoute(request)) {
+      request.identity = `ip:${request.ip}`
+      done()
+      return
+    }
+    const bearerIdentity = identityOfBearer(request.headers.authorization)
+    if (bearerIdentity !== undefined) {
       request.identity = bearerIdentity
-    } else if (authOn && !isOpenRoute(request)) {
+    } else {
+      // DECISIONS 7: a protected route without a configured bearer key is refused; an X-API-Key alone does
+      // not authenticate (nor, being refused, name a rate-limit identity).
       request.identity = `ip:${request.ip}`
       refused.add(request)
-    } else {
-      const headerKey = request.headers['x-api-key']
-      // An arbitrary X-API-Key must not buy a fresh quota: only a configured key names the caller.
-      const headerIdentity = authOn && typeof headerKey === 'string' ? identityOfKey(headerKey) : undefined
-      request.identity = headerIdentity ?? `ip:${request.ip}`
     }
     done()
   })

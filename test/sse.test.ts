@@ -284,3 +284,23 @@ test('closeAll sends each stream its final payload, aborts the signals and ends 
   }
   t.equal(registry.closeAll(), 0)
 })
+
+test('payloads sent in one turn of the event loop leave as one write; later ones as the next', async (t) => {
+  const writes: string[] = []
+  const base = await start(t, (app) => {
+    app.get('/s', async (request, reply) => {
+      const sse = openSseStream(request, reply, { heartbeatMs: 0 })
+      const write = reply.raw.write.bind(reply.raw) as (chunk: string) => boolean
+      reply.raw.write = ((chunk: string) => { writes.push(chunk); return write(chunk) }) as typeof reply.raw.write
+      await sleep(5)
+      // Five events of one upstream chunk, each a microtask apart (as an async iterator hands them over).
+      for (const payload of ['a', 'b', 'c', 'd', 'e']) await sse.send(payload)
+      await sleep(5)
+      await sse.send('f')
+      await sleep(5)
+      sse.close(['g', 'h'])
+    })
+  })
+  t.same(await readSse(await fetch(`${base}/s`)), { events: ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'], comments: 0 })
+  t.same(writes, ['data: a\n\ndata: b\n\ndata: c\n\ndata: d\n\ndata: e\n\n', 'data: f\n\n', 'data: g\n\ndata: h\n\n'])
+})

@@ -36,13 +36,15 @@ export interface SseWriter {
   readonly closed: boolean
   /**
    * Sends one message: each line of `payload` (split on CRLF, CR, LF) as a `data: ` line, then a blank line.
-   * Resolves when the data was accepted without exceeding the buffer, else after `'drain'` or close.
+   * Messages sent in one turn of the event loop go out in one write (one HTTP chunk), after the turn's
+   * promises have run. Resolves at once unless an earlier write filled the client's buffer: then after
+   * `'drain'` or close.
    * With `id` (resumable streams, DECISIONS 13) the message starts with an `id:` line ({@link frameSseWithId}).
    */
   send (payload: string, id?: number | string): Promise<void>
   /**
-   * {@link SseWriter.send} without a promise in the common case: undefined when the data was accepted
-   * without exceeding the buffer (or the stream is closed), else a promise that resolves after `'drain'` or close.
+   * {@link SseWriter.send} without a promise in the common case: undefined unless the client's buffer is
+   * full (or the stream is closed), else a promise that resolves after `'drain'` or close.
    */
   trySend (payload: string, id?: number | string): Promise<void> | undefined
   /** Ends the response normally; idempotent, safe in `finally`. Does not abort `signal`. */
@@ -127,6 +129,12 @@ class SseStream implements SseWriter {
   /** performance.now() of the last write: the heartbeat checks it instead of being restarted by every write. */
   #lastWrite = 0
   #drain: Promise<void> | undefined
+  /**
+   * Frames sent since the last write, written by one `res.write` once this turn of the event loop has run
+   * its callbacks and promises: the events of one upstream chunk leave as one HTTP chunk, not one each.
+   */
+  #pending = ''
+  #flushScheduled = false
   #closed = false
   #ended = false
 
@@ -161,13 +169,21 @@ class SseStream implements SseWriter {
 
   trySend (payload: string, id?: number | string): Promise<void> | undefined {
     if (this.#closed) return undefined
-    if (this.#write(id === undefined ? frameSse(payload) : frameSseWithId(payload, id))) return undefined
-    return this.#waitDrain()
+    this.#pending += id === undefined ? frameSse(payload) : frameSseWithId(payload, id)
+    // A producer that never leaves the microtask queue would hold the batch: past the buffer size, write now.
+    if (this.#pending.length >= this.#res.writableHighWaterMark) this.#flush()
+    else if (!this.#flushScheduled) {
+      this.#flushScheduled = true
+      process.nextTick(this.#onTick)
+    }
+    // An earlier batch filled the client's buffer and it has not drained yet: wait for it.
+    return this.#res.writableNeedDrain ? this.#waitDrain() : undefined
   }
 
   end (): void {
     if (this.#ended) return
     this.#ended = true
+    this.#flush()
     this.#markClosed()
     if (!this.#res.writableEnded && !this.#res.destroyed) this.#res.end()
   }
@@ -175,14 +191,29 @@ class SseStream implements SseWriter {
   close (finalPayload?: Payloads, reason?: unknown): void {
     if (this.#ended) return
     if (finalPayload !== undefined && !this.#closed) {
-      this.#write(typeof finalPayload === 'string' ? frameSse(finalPayload) : finalPayload.map(frameSse).join(''))
+      this.#pending += typeof finalPayload === 'string' ? frameSse(finalPayload) : finalPayload.map(frameSse).join('')
     }
+    this.#flush()
     if (!this.#controller.signal.aborted) this.#controller.abort(reason)
     this.end()
   }
 
   formatError (message: string): Payloads | undefined {
     return this.#formatError?.(message)
+  }
+
+  readonly #onTick = (): void => {
+    this.#flushScheduled = false
+    this.#flush()
+  }
+
+  /** Writes the pending frames, if the response is still open. */
+  #flush (): void {
+    if (this.#pending === '') return
+    const chunk = this.#pending
+    this.#pending = ''
+    if (this.#res.writableEnded || this.#res.destroyed) return
+    this.#write(chunk)
   }
 
   #write (chunk: string): boolean {
@@ -237,7 +268,7 @@ class SseStream implements SseWriter {
       return
     }
     // While the client is not keeping up, a ping would only add to the buffer.
-    if (this.#drain === undefined && !this.#res.write(PING)) this.#watchStall()
+    if (this.#drain === undefined && !this.#res.writableNeedDrain && !this.#res.write(PING)) this.#watchStall()
     this.#lastWrite = performance.now()
     this.#timer.refresh()
   }
