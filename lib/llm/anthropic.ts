@@ -236,9 +236,12 @@ class StreamAttempt {
         }
         // The SDK ends its iterator quietly when the request is aborted: tell why it ended.
         if (result.done === true) throw this.#watch.stopReason() ?? new IncompleteStreamError('Anthropic stream ended before message_stop')
-        this.#watch.refresh()
         const event = this.#assembler.apply(result.value, this.requestId)
-        if (event === undefined) continue
+        // Upstream sent something: the idle time starts over (for a yielded event, at the next wait()).
+        if (event === undefined) {
+          this.#watch.refresh()
+          continue
+        }
         if (event.type === 'message') this.#complete = true
         return event
       }

@@ -363,9 +363,10 @@ class StreamAttempt {
           this.cancel()
           return { type: 'message', message: this.#assembler.message(this.requestId) }
         }
-        this.#watch.refresh()
         const text = this.#assembler.apply(parseChunk(sse))
         if (text !== '') return { type: 'text', text }
+        // Upstream sent something: the idle time starts over (for a yielded event, at the next wait()).
+        this.#watch.refresh()
       }
     } finally {
       this.#watch.stopWaiting()
