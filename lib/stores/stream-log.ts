@@ -105,43 +105,46 @@ export class EventBuffer {
 
   /** Wakes every waiting reader (new events, or a check they must make). */
   wake (): void {
-    const waiters = [...this.#waiters]
-    this.#waiters.clear()
+    if (this.#waiters.size === 0) return
+    const waiters = this.#waiters
+    this.#waiters = new Set()
     for (const waiter of waiters) waiter()
-  }
-
-  /** Resolves on the next push or wake, on `signal`, or after `timeoutMs` when given. */
-  async wait (signal?: AbortSignal, timeoutMs?: number): Promise<void> {
-    if (signal?.aborted) return
-    await new Promise<void>((resolve) => {
-      let timer: NodeJS.Timeout | undefined
-      const done = (): void => {
-        clearTimeout(timer)
-        this.#waiters.delete(done)
-        signal?.removeEventListener('abort', done)
-        resolve()
-      }
-      this.#waiters.add(done)
-      signal?.addEventListener('abort', done, { once: true })
-      if (timeoutMs !== undefined) timer = setTimeout(done, timeoutMs)
-    })
   }
 
   /**
    * Yields the events after `after`, then new ones as they come, to the terminal event. `onIdle` runs
    * whenever no event came for `idleMs` (lease checks); it may push the terminal event itself.
+   * One abort listener per reader, not one per wait: a live follower waits once per event.
    */
   async * read (after: number, signal?: AbortSignal, idle?: { ms: number, check: () => void }): AsyncGenerator<StreamEntry, void, undefined> {
     let next = after
-    while (signal?.aborted !== true) {
-      while (next < this.entries.length) {
-        const entry = this.entries[next++] as StreamEntry
-        yield entry
-        if (entry.terminal) return
+    let wakeUp: (() => void) | undefined
+    const wakeReader = (): void => { wakeUp?.() }
+    signal?.addEventListener('abort', wakeReader, { once: true })
+    // One idle timer per reader, restarted at each wait.
+    let idleTimer: NodeJS.Timeout | undefined
+    try {
+      while (signal?.aborted !== true) {
+        while (next < this.entries.length) {
+          const entry = this.entries[next++] as StreamEntry
+          yield entry
+          if (entry.terminal) return
+        }
+        if (this.finished) return
+        await new Promise<void>((resolve) => {
+          wakeUp = resolve
+          this.#waiters.add(resolve)
+          if (idle === undefined) return
+          if (idleTimer === undefined) idleTimer = setTimeout(wakeReader, idle.ms)
+          else idleTimer.refresh()
+        })
+        this.#waiters.delete(wakeUp as () => void)
+        wakeUp = undefined
+        if (idle !== undefined && next >= this.entries.length) idle.check()
       }
-      if (this.finished) return
-      await this.wait(signal, idle?.ms)
-      if (idle !== undefined && next >= this.entries.length) idle.check()
+    } finally {
+      clearTimeout(idleTimer)
+      signal?.removeEventListener('abort', wakeReader)
     }
   }
 }
