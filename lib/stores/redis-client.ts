@@ -1,6 +1,6 @@
 // The shared ioredis connection (one Redis or a Cluster): fails fast while Redis is down, reconnects forever, never crashes.
 import { createHash, randomBytes } from 'node:crypto'
-import { Cluster, Redis } from 'ioredis'
+import { Cluster, Redis, type RedisOptions } from 'ioredis'
 import { parseClusterUrls } from './redis-url.js'
 
 export type { Cluster, Redis } from 'ioredis'
@@ -46,9 +46,15 @@ export function reconnectDelay (times: number, maxBackoffMs: number): number {
  * reject too: await `waitForRedis` at startup if that matters.
  */
 export function createRedisClient (url: string, options: RedisClientOptions = {}): Redis {
-  const { logger } = options
+  const redis = new Redis(url, standaloneOptions(options))
+  logOutages(redis, options.logger)
+  return redis
+}
+
+/** The ioredis options of one standalone connection (createRedisClient, createRedisNodeClient). */
+function standaloneOptions (options: RedisClientOptions): RedisOptions {
   const maxBackoffMs = options.maxBackoffMs ?? 2000
-  const redis = new Redis(url, {
+  return {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
     autoResendUnfulfilledCommands: false,
@@ -56,9 +62,31 @@ export function createRedisClient (url: string, options: RedisClientOptions = {}
     connectTimeout: options.connectTimeoutMs ?? 2000,
     retryStrategy: (times) => reconnectDelay(times, maxBackoffMs),
     ...(options.connectionName === undefined ? {} : { connectionName: options.connectionName }),
-  })
+  }
+}
 
-  logOutages(redis, logger)
+/** One node of a Redis Cluster, as its slot map names it. */
+export interface RedisNodeAddress {
+  host: string
+  port: number
+}
+
+/**
+ * A standalone connection to one node of the Redis Cluster whose seeds `urls` lists (REDIS_URL with
+ * REDIS_CLUSTER=true), with the cluster's credentials and TLS and createRedisClient's fail-fast
+ * behaviour. For what a Cluster client cannot route: a blocking read holds its whole connection.
+ */
+export function createRedisNodeClient (urls: string, node: RedisNodeAddress, options: RedisClientOptions = {}): Redis {
+  const settings = parseClusterUrls(urls)
+  const redis = new Redis({
+    ...standaloneOptions(options),
+    host: node.host,
+    port: node.port,
+    ...(settings.username === undefined ? {} : { username: settings.username }),
+    ...(settings.password === undefined ? {} : { password: settings.password }),
+    ...(settings.tls ? { tls: {} } : {}),
+  })
+  logOutages(redis, options.logger)
   return redis
 }
 
