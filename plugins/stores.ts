@@ -1,6 +1,5 @@
 // Stores plugin: sessions, rate-limit windows and the conversation log, in process or in Redis (REDIS_URL, REDIS_CLUSTER).
 import fp from 'fastify-plugin'
-import type { Redis } from 'ioredis'
 import { createMemoryConversationLog, createMemoryRateLimitStore, createMemorySessionStore } from '../lib/stores/memory.js'
 import {
   closeRedisClient, createRedisClient, createRedisClusterClient, createRedisConversationLog, createRedisRateLimitStore,
@@ -9,7 +8,7 @@ import {
 import type { ConversationLog, RateLimitStore, SessionStore } from '../lib/stores/types.js'
 import type { StreamLog } from '../lib/stores/stream-log.js'
 import { createMemoryStreamLog } from '../lib/stores/memory-stream-log.js'
-import { createRedisStreamLog } from '../lib/stores/redis-stream-log.js'
+import { createRedisStreamLog, streamLogConnections } from '../lib/stores/redis-stream-log.js'
 import { createMemoryChatStreamIndex, createRedisChatStreamIndex, type ChatStreamIndex } from '../lib/stores/chat-streams.js'
 
 export interface Stores {
@@ -74,12 +73,11 @@ export default fp<StoresPluginOptions>(async (app, options) => {
       // in process for now (a stream resumes on the replica that runs it).
       streamLog: config.REDIS_CLUSTER
         ? createMemoryStreamLog({ ttlSeconds: config.STREAM_RESUME_TTL_SECONDS })
-        : createRedisStreamLog(redis as Redis, {
+        : createRedisStreamLog(redis, {
           prefix,
           ttlSeconds: config.STREAM_RESUME_TTL_SECONDS,
           logger: app.log,
-          // Blocking reads wait up to 5 s: their connections get a longer command timeout than the shared one.
-          connect: (purpose) => createRedisClient(config.REDIS_URL, { connectionName: `agent-chat-api:${purpose}`, commandTimeoutMs: 8000 }),
+          connect: streamLogConnections(config.REDIS_URL, false),
         }),
       chatStreams: createRedisChatStreamIndex(redis, { prefix, ttlSeconds: config.STREAM_RESUME_TTL_SECONDS }),
     }

@@ -49,7 +49,8 @@ test('started on one instance, resumed and cancelled through the other', async (
   t.equal((await cancel(baseA, secondPath)).status, 409)
 
   const keys = await listKeys(await redis.connect(), `${redis.prefix}{stream:`)
-  t.ok(keys.length >= 4 && keys.every((k) => /^test:[^{]+\{stream:[0-9a-f-]{36}\}:(events|meta)$/.test(k)), `keys carry the hash tag after the prefix (${keys.length})`)
+  t.ok(keys.length >= 4 && keys.every((k) => /^test:[^{]+\{stream:([0-9]|1[0-5])\}:[0-9a-f-]{36}:(events|meta)$/.test(k)),
+    `keys carry their shard's hash tag after the prefix, then the stream id (${keys.length})`)
 })
 
 test('a producer that dies: readers waiting on another instance get Stream interrupted, and so does a later resume', async (t) => {

@@ -1,11 +1,11 @@
-// Stream event logs: the shared contract against memory and Redis, plus byte budget, keys, batching and outages.
+// Stream event logs: the shared contract against memory, Redis and a Redis Cluster, plus byte budget, keys, batching and outages.
 import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { test } from 'tap'
 import { createMemoryStreamLog } from '../../lib/stores/memory-stream-log.js'
-import { createRedisStreamLog, streamKeys } from '../../lib/stores/redis-stream-log.js'
-import { createRedisClient } from '../../lib/stores/redis-client.js'
-import { listKeys, privateRedisServer, requireRedis } from '../helpers/redis.js'
+import { STREAM_SHARDS, createRedisStreamLog, streamKeys, streamLogConnections, streamShard } from '../../lib/stores/redis-stream-log.js'
+import { createRedisClient, type RedisNodeAddress } from '../../lib/stores/redis-client.js'
+import { listKeys, privateRedisServer, requireRedis, requireRedisCluster } from '../helpers/redis.js'
 import { collect, startOptions, streamLogContract } from './stream-log.contract.js'
 
 test('memory stream log: contract', async (t) => {
@@ -21,29 +21,95 @@ test('redis stream log: contract', async (t) => {
     prefix,
     ttlSeconds,
     leaseMs,
-    connect: () => createRedisClient(env.url, { commandTimeoutMs: 8000 }),
+    connect: streamLogConnections(env.url, false, 'agentchat-test'),
   }), true)
 })
 
-test('redis stream log: contract with followers in one group per stream (as a Redis Cluster groups them by slot)', async (t) => {
+test('redis stream log: contract with one reader connection per shard (as on a Redis Cluster)', async (t) => {
   const env = await requireRedis(t)
   if (env === null) return
   const redis = await env.connect()
   const prefix = `${env.prefix}${randomUUID()}:`
-  const groups: string[] = []
+  const connections = streamLogConnections(env.url, false, 'agentchat-test')
+  let readers = 0
   streamLogContract(t, async ({ ttlSeconds, leaseMs }) => createRedisStreamLog(redis, {
     prefix,
     ttlSeconds,
     leaseMs,
-    groupOf: (key) => key,
-    connect: (_purpose, group) => {
-      if (group !== undefined) groups.push(group)
-      return createRedisClient(env.url, { commandTimeoutMs: 8000 })
+    readerPerShard: true,
+    connect: {
+      reader: (node) => {
+        readers++
+        return connections.reader(node)
+      },
+      subscriber: () => connections.subscriber(),
     },
   }), true)
-  t.test('one reader connection per group', async (t) => {
-    t.ok(new Set(groups).size > 1, `${new Set(groups).size} groups, one connection each`)
+  t.test('one reader connection per shard followed', async (t) => {
+    t.ok(readers > 1, `${readers} reader connections`)
   })
+})
+
+test('redis cluster stream log: contract', async (t) => {
+  const env = await requireRedisCluster(t)
+  if (env === null) return
+  const redis = await env.connect()
+  const prefix = `${env.prefix}${randomUUID()}:`
+  streamLogContract(t, async ({ ttlSeconds, leaseMs }) => createRedisStreamLog(redis, {
+    prefix,
+    ttlSeconds,
+    leaseMs,
+    connect: streamLogConnections(env.url, true, 'agentchat-test'),
+    retry: { attempts: 8, delayMs: 250 },
+  }), true)
+})
+
+test('redis cluster stream log: a stream\'s keys share its shard\'s slot, shards spread over the masters, readers go to their master', async (t) => {
+  const env = await requireRedisCluster(t)
+  if (env === null) return
+  const redis = await env.connect()
+  const connections = streamLogConnections(env.url, true, 'agentchat-test')
+  const readerNodes: RedisNodeAddress[] = []
+  const log = createRedisStreamLog(redis, {
+    prefix: env.prefix,
+    ttlSeconds: 60,
+    connect: {
+      reader: (node) => {
+        if (node !== undefined) readerNodes.push(node)
+        return connections.reader(node)
+      },
+      subscriber: () => connections.subscriber(),
+    },
+  })
+  t.teardown(async () => await log.close())
+  // One stream per shard: ids tried until each shard has one.
+  const ids = new Map<number, string>()
+  for (let i = 0; ids.size < STREAM_SHARDS; i++) {
+    const id = randomUUID()
+    if (!ids.has(streamShard(id))) ids.set(streamShard(id), id)
+  }
+  const masters = new Set<number>()
+  for (const id of ids.values()) {
+    const keys = streamKeys(env.prefix, id)
+    const owner = await env.cluster.masterOf(keys.events)
+    t.equal(await env.cluster.masterOf(keys.meta), owner)
+    t.equal(await env.cluster.masterOf(keys.lease), owner)
+    masters.add(owner)
+  }
+  t.equal(masters.size, 3, 'the 16 shards live on every master')
+
+  // Follow four shards at once; each gets its own reader connection, to the master of its slot.
+  const followed = [...ids.values()].slice(0, 4)
+  const producers = await Promise.all(followed.map(async (id) => await log.start(id, startOptions())))
+  const reads = followed.map(async (id) => await collect(log, id))
+  for (const [n, producer] of producers.entries()) producer.append(`event of ${n}`)
+  await sleep(100)
+  for (const producer of producers) await producer.finish('[DONE]')
+  for (const [n, read] of reads.entries()) t.same((await read).map((e) => e.payload), [`event of ${n}`, '[DONE]'])
+  t.equal(readerNodes.length, 4, 'one reader connection per shard followed')
+  const owners = await Promise.all(followed.map(async (id) => await env.cluster.masterOf(streamKeys(env.prefix, id).events)))
+  const byPort = (a: number, b: number): number => a - b
+  t.same(readerNodes.map((node) => node.port).sort(byPort), owners.sort(byPort), 'each reader reads on the master of its shard')
 })
 
 test('memory stream log: the byte budget drops finished streams, oldest finished first, never running ones', async (t) => {
@@ -70,9 +136,7 @@ test('redis stream log: keys share one hash tag after the prefix, owners hashed,
   const env = await requireRedis(t)
   if (env === null) return
   const redis = await env.connect()
-  const log = createRedisStreamLog(redis, {
-    prefix: env.prefix, ttlSeconds: 60, connect: () => createRedisClient(env.url, { commandTimeoutMs: 8000 }),
-  })
+  const log = createRedisStreamLog(redis, { prefix: env.prefix, ttlSeconds: 60, connect: streamLogConnections(env.url, false, 'agentchat-test') })
   t.teardown(async () => await log.close())
   const id = randomUUID()
   const producer = await log.start(id, startOptions('key:SECRET-owner'))
@@ -81,7 +145,7 @@ test('redis stream log: keys share one hash tag after the prefix, owners hashed,
   t.equal(await redis.xlen(keys.events), 0, 'appends are not one round trip each: nothing written synchronously')
   await producer.finish('[DONE]')
   t.same(await listKeys(redis, env.prefix), [keys.events, keys.meta].sort(), 'the lease is gone once finished')
-  t.ok(keys.events.startsWith(`${env.prefix}{stream:${id}}:`), 'hash tag right after the prefix')
+  t.equal(keys.events, `${env.prefix}{stream:${streamShard(id)}}:${id}:events`, 'the shard\'s hash tag right after the prefix, then the id')
   t.equal(await redis.xlen(keys.events), 301)
   for (const key of [keys.events, keys.meta]) {
     const ttl = await redis.pttl(key)
@@ -99,7 +163,7 @@ test('redis stream log: Redis down: reads and cancels reject, the producer\'s ow
   t.teardown(() => redis.disconnect())
   await sleep(100)
   const log = createRedisStreamLog(redis, {
-    prefix: 'p:', ttlSeconds: 60, leaseMs: 3000, connect: () => createRedisClient(server.url, { commandTimeoutMs: 8000 }),
+    prefix: 'p:', ttlSeconds: 60, leaseMs: 3000, connect: streamLogConnections(server.url, false, 'agentchat-test'),
   })
   t.teardown(async () => await log.close())
   const id = randomUUID()
