@@ -1,4 +1,4 @@
-// Stores plugin: sessions, rate-limit windows and the conversation log, in process or in Redis (REDIS_URL, REDIS_CLUSTER).
+// Stores plugin: sessions, rate-limit windows, the conversation log and the stream log, in process or in Redis (REDIS_URL, REDIS_CLUSTER).
 import fp from 'fastify-plugin'
 import { createMemoryConversationLog, createMemoryRateLimitStore, createMemorySessionStore } from '../lib/stores/memory.js'
 import {
@@ -69,16 +69,14 @@ export default fp<StoresPluginOptions>(async (app, options) => {
       conversations: withConversationLogOutages(createRedisConversationLog(redis, {
         prefix, maxLen: config.CONVERSATION_LOG_MAX, ttlSeconds: config.SESSION_TTL_SECONDS,
       }), app.log),
-      // Blocking XREADs multiplexed on one connection need one node: on a Redis Cluster the stream log stays
-      // in process for now (a stream resumes on the replica that runs it).
-      streamLog: config.REDIS_CLUSTER
-        ? createMemoryStreamLog({ ttlSeconds: config.STREAM_RESUME_TTL_SECONDS })
-        : createRedisStreamLog(redis, {
-          prefix,
-          ttlSeconds: config.STREAM_RESUME_TTL_SECONDS,
-          logger: app.log,
-          connect: streamLogConnections(config.REDIS_URL, false),
-        }),
+      // A stream started here can be resumed or cancelled through any replica, on one Redis or a cluster.
+      streamLog: createRedisStreamLog(redis, {
+        prefix,
+        ttlSeconds: config.STREAM_RESUME_TTL_SECONDS,
+        logger: app.log,
+        connect: streamLogConnections(config.REDIS_URL, config.REDIS_CLUSTER),
+        ...(config.REDIS_CLUSTER ? { retry: { attempts: 8, delayMs: 250 } } : {}),
+      }),
       chatStreams: createRedisChatStreamIndex(redis, { prefix, ttlSeconds: config.STREAM_RESUME_TTL_SECONDS }),
     }
     // /ready shows `failed: unavailable` for a failing check; the driver's error goes to the log only.

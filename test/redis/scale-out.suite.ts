@@ -1,5 +1,6 @@
 // The scale-out suite on any Redis backend (one Redis, a Redis Cluster): two app instances sharing it share
-// sessions, rate limits and the conversation log; key names never hold an API key; sessions expire.
+// sessions, rate limits, the conversation log and resumable streams; key names never hold an API key; sessions expire.
+import { setTimeout as sleep } from 'node:timers/promises'
 import { test } from 'tap'
 import type { Test } from 'tap'
 import type { App } from '../../app.js'
@@ -13,6 +14,7 @@ import { fakeEnv, listen, postJson } from '../helpers/fake-app.js'
 import { buildTestApp } from '../helpers/app.js'
 import { sampleValue } from '../helpers/metrics.js'
 import { readSse } from '../helpers/sse-client.js'
+import { cancel, readIdEvents, resume, type IdEvent } from '../helpers/resumable.js'
 
 /** What one test gets from a backend: the app settings that reach it, a private prefix, admin access. */
 export interface SharedRedis {
@@ -40,6 +42,11 @@ async function twoInstances (t: Teardown, env: Record<string, string>): Promise<
   const { app: b } = await buildTestApp(t, env)
   return [a, b]
 }
+
+const words = (n: number): string => Array.from({ length: n }, (_, i) => `w${i}`).join(' ')
+
+/** The ids of `events` are 1, 2, 3, ... in order: none missing, none twice. */
+const consecutiveIds = (events: IdEvent[]): boolean => events.every((event, i) => event.id === String(i + 1))
 
 /** Registers the scale-out tests against `backend`. */
 export function scaleOutSuite (backend: RedisBackend): void {
@@ -338,5 +345,54 @@ export function scaleOutSuite (backend: RedisBackend): void {
     t.equal(await sampleValue(b, 'agent_active_sessions'), 5, 'B reports the same figure: max() over replicas, not sum()')
     const text = (await a.inject('/metrics')).body
     t.match(text, /^# HELP agent_active_sessions .*shared count across all replicas.*max\(\), not sum\(\)/m, 'the help text says it is shared')
+  })
+
+  test(`${backend.name}: a resumable stream started on one instance is resumed and cancelled through the other`, async (t) => {
+    t.setTimeout(90_000)
+    const redis = await backend.require(t)
+    if (redis === null) return
+    const fake = await startFakeAnthropic()
+    t.teardown(() => fake.close())
+    const [a, b] = await twoInstances(t, { ...ROOMY_LIMITS, ...fakeEnv(fake.url), ...redis.appEnv })
+    const [baseA, baseB] = [await listen(t, a), await listen(t, b)]
+    const ask = { messages: [{ role: 'user', content: 'tell me a story' }], resumable: true }
+
+    // Started on A; the client reads five events and leaves; a resume on B gets the rest, live, to the end.
+    fake.enqueue({ kind: 'text', text: words(60), chunkDelayMs: 10 })
+    const response = await postJson(`${baseA}/api/v1/agent/stream`, ask)
+    t.equal(response.status, 200)
+    const path = response.headers.get('content-location') ?? ''
+    t.match(path, /^\/api\/v1\/streams\/[0-9a-f-]{36}$/)
+    const first = await readIdEvents(response, 5)
+    const resumed = await resume(baseB, path, first.events.at(-1)?.id)
+    t.equal(resumed.status, 200, 'B resumes the stream A runs')
+    const rest = await readIdEvents(resumed)
+    const all = [...first.events, ...rest.events]
+    t.ok(consecutiveIds(all), `ids 1 to ${all.length} in order over both connections: no gap, nothing twice`)
+    const parsed = all.map((e) => JSON.parse(e.data) as { type: string, data: unknown })
+    t.equal(parsed.at(-1)?.type, 'done', 'B followed it to the terminal event')
+    t.equal(parsed.filter((e) => e.type === 'token').map((e) => e.data).join(''), words(60), 'every token once')
+    t.equal((await fake.settled(0)).aborted, false, 'the run went on after its client left')
+    const replay = await readIdEvents(await resume(baseA, path))
+    t.same(replay.events, all, 'a replay from the start on A: the same events')
+    const streamKeys = (await redis.listKeys()).filter((key) => key.startsWith(`${redis.prefix}{stream:`))
+    t.ok(streamKeys.some((key) => key.endsWith(`${path.split('/').at(-1) ?? ''}:events`)), 'the events live in Redis')
+
+    // Started on A with its client still reading; followed on B; cancelled through B.
+    fake.enqueue({ kind: 'text', text: words(2000), chunkDelayMs: 10 })
+    const second = await postJson(`${baseA}/chat/stream`, { message: 'and another', resumable: true })
+    const secondPath = second.headers.get('content-location') ?? ''
+    const original = readIdEvents(second)
+    const follower = resume(baseB, secondPath).then(readIdEvents)
+    await fake.waitForRequests(2)
+    await sleep(200)
+    t.equal((await cancel(baseB, secondPath)).status, 202, 'cancelled through B')
+    const [onA, onB] = await Promise.all([original, follower])
+    t.equal(onA.events.at(-1)?.data, "{'error': 'Cancelled'}", 'the original client on A ends with Cancelled')
+    t.equal(onB.events.at(-1)?.data, "{'error': 'Cancelled'}", 'the follower on B too')
+    t.ok(consecutiveIds(onA.events) && consecutiveIds(onB.events), 'both in order, without gaps or repeats')
+    t.same(onB.events, onA.events, 'the follower on B saw exactly what the client on A saw')
+    t.equal((await fake.settled(1)).aborted, true, 'the model call on A was aborted')
+    t.equal((await cancel(baseA, secondPath)).status, 409, 'finished for A too')
   })
 }
