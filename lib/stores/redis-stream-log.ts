@@ -1,4 +1,5 @@
 // Redis stream event log: Redis Streams per stream in 16 slot shards, batched appends, one XREAD BLOCK per reader group, owner leases; one Redis or a Cluster.
+/// <reference path="./cluster-key-slot.d.ts" />
 import { createHash, randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import calculateSlot from 'cluster-key-slot'
@@ -554,6 +555,8 @@ export function createRedisStreamLog (redis: RedisConnection, options: RedisStre
     commands: redis, cluster, connect: (node) => options.connect.reader(node), blockMs, checkMs: leaseMs / 2, ttlMs, logger,
   }
   let subscriber: RedisConnection | undefined
+  let subscription: Promise<void> | undefined
+  let subscribed = false
   let closed = false
   let writeFailing = false
 
@@ -570,17 +573,25 @@ export function createRedisStreamLog (redis: RedisConnection, options: RedisStre
     return mux
   }
 
-  const subscribe = (): void => {
-    if (subscriber !== undefined) return
-    const conn = options.connect.subscriber()
-    subscriber = conn
-    conn.on('message', (_channel: string, id: string) => {
-      producers.get(id)?.controller.abort(new DOMException('Cancelled', 'AbortError'))
+  /** Subscribes on first use; resolves once the subscription is in place (never rejects; it is retried on every reconnect). */
+  const subscribe = async (): Promise<void> => {
+    subscription ??= new Promise<void>((resolve) => {
+      const conn = options.connect.subscriber()
+      subscriber = conn
+      conn.on('message', (_channel: string, id: string) => {
+        producers.get(id)?.controller.abort(new DOMException('Cancelled', 'AbortError'))
+      })
+      const channel = cancelChannel(options.prefix)
+      const join = (): void => {
+        conn.subscribe(channel).then(() => {
+          subscribed = true
+          resolve()
+        }, () => {})
+      }
+      conn.on('ready', join)
+      if (conn.status === 'ready') join()
     })
-    const channel = cancelChannel(options.prefix)
-    const join = (): void => { conn.subscribe(channel).catch(() => {}) }
-    conn.on('ready', join)
-    if (conn.status === 'ready') join()
+    await subscription
   }
 
   const logWrite = (error: unknown, ok: boolean): void => {
@@ -681,7 +692,7 @@ export function createRedisStreamLog (redis: RedisConnection, options: RedisStre
   return {
     async start (id, startOptions: StreamStartOptions) {
       if (closed) throw new Error('Stream log is closed')
-      subscribe()
+      const joined = subscribe()
       const local: LocalStream = {
         id,
         keys: streamKeys(options.prefix, id),
@@ -701,6 +712,9 @@ export function createRedisStreamLog (redis: RedisConnection, options: RedisStre
         local.flushWaiters.push(resolve)
         writer.mark(local, true)
       })
+      // The first stream of the process waits (a little) for the cancel subscription, so that a cancel sent
+      // at once through another replica reaches it; not while Redis is down (the first write failed).
+      if (!subscribed && local.created) await Promise.race([joined, sleep(1000)])
       const producer: StreamProducer = {
         id,
         cancelSignal: local.controller.signal,

@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { test } from 'tap'
 import { createMemoryStreamLog } from '../../lib/stores/memory-stream-log.js'
 import { STREAM_SHARDS, createRedisStreamLog, streamKeys, streamLogConnections, streamShard } from '../../lib/stores/redis-stream-log.js'
-import { createRedisClient, type RedisNodeAddress } from '../../lib/stores/redis-client.js'
+import { createRedisClient, hashKey, type RedisNodeAddress } from '../../lib/stores/redis-client.js'
 import { listKeys, privateRedisServer, requireRedis, requireRedisCluster } from '../helpers/redis.js'
 import { collect, startOptions, streamLogContract } from './stream-log.contract.js'
 
@@ -153,6 +153,44 @@ test('redis stream log: keys share one hash tag after the prefix, owners hashed,
   }
   t.notOk(JSON.stringify(await redis.hgetall(keys.meta)).includes('SECRET'), 'the owner is stored hashed')
   t.equal((await collect(log, id)).length, 301)
+})
+
+test('redis stream log: writes a failover lost (acknowledged, then gone) are written again by the producer', async (t) => {
+  const env = await requireRedis(t)
+  if (env === null) return
+  const redis = await env.connect()
+  const log = createRedisStreamLog(redis, {
+    prefix: env.prefix, ttlSeconds: 60, leaseMs: 600, connect: streamLogConnections(env.url, false, 'agentchat-test'),
+  })
+  t.teardown(async () => await log.close())
+  const id = randomUUID()
+  const keys = streamKeys(env.prefix, id)
+  const producer = await log.start(id, startOptions())
+  const stored = async (): Promise<number> => (await log.info(id, 'key:alice'))?.lastId ?? 0
+  const until = async (check: () => Promise<boolean>): Promise<void> => {
+    for (let i = 0; i < 200 && !(await check()); i++) await sleep(25)
+  }
+  for (let i = 1; i <= 10; i++) producer.append(`e${i}`)
+  await until(async () => await stored() === 10)
+  // The newest three events vanish, as when a master dies before its replica got them: the replica's
+  // stream holds events 1 to 7 (and has never seen a later id), its meta says 7.
+  const kept = await redis.xrange(keys.events, '-', '0-7')
+  const rebuild = redis.multi().del(keys.events)
+  for (const [entryId, fields] of kept) rebuild.xadd(keys.events, entryId, ...fields)
+  await rebuild.hset(keys.meta, 'last', 7).exec()
+  t.equal(await stored(), 7)
+  producer.append('e11')
+  await until(async () => await stored() === 11)
+  t.same((await collect(log, id, 0, 11)).map((e) => e.payload), Array.from({ length: 11 }, (_, i) => `e${i + 1}`), 'the lost events are back, in order, once')
+  // The whole stream vanishes while the producer is idle: its lease refresh notices, and it writes it all again.
+  await redis.del(keys.events, keys.meta, keys.lease)
+  await until(async () => await stored() === 11)
+  t.equal(await stored(), 11, 'recreated with every event')
+  await producer.finish('[DONE]')
+  const entries = await collect(log, id)
+  t.same(entries.map((e) => e.id), Array.from({ length: 12 }, (_, i) => i + 1), 'ids 1 to 12, none missing, none twice')
+  t.equal(entries.at(-1)?.payload, '[DONE]')
+  t.same(await redis.hget(keys.meta, 'owner'), hashKey('key:alice'), 'with its owner')
 })
 
 test('redis stream log: Redis down: reads and cancels reject, the producer\'s own follower keeps going, writes catch up', async (t) => {
