@@ -6,9 +6,11 @@ export interface IdEvent { id: string | undefined, data: string }
 
 /**
  * Reads `response` with eventsource-parser, keeping ids; stops after `limit` events (cancelling the body,
- * i.e. the client leaves) or at the end. Also counts comments (pings).
+ * i.e. the client leaves) or at the end. Also counts comments (pings). `onEvent` sees each event as it comes.
  */
-export async function readIdEvents (response: Response, limit = Infinity): Promise<{ events: IdEvent[], comments: number, raw: string }> {
+export async function readIdEvents (
+  response: Response, limit = Infinity, onEvent?: (event: IdEvent) => void
+): Promise<{ events: IdEvent[], comments: number, raw: string }> {
   const events: IdEvent[] = []
   let comments = 0
   let raw = ''
@@ -16,7 +18,11 @@ export async function readIdEvents (response: Response, limit = Infinity): Promi
   const reader = response.body.getReader()
   const decoder = new TextDecoder()
   const parser = createParser({
-    onEvent: (event) => { events.push({ id: event.id, data: event.data }) },
+    onEvent: (event) => {
+      const idEvent = { id: event.id, data: event.data }
+      events.push(idEvent)
+      onEvent?.(idEvent)
+    },
     onComment: () => { comments++ },
   })
   try {
