@@ -6,6 +6,7 @@ import { createMemoryStreamLog } from '../../lib/stores/memory-stream-log.js'
 import { STREAM_SHARDS, createRedisStreamLog, streamKeys, streamLogConnections, streamShard } from '../../lib/stores/redis-stream-log.js'
 import { createRedisClient, hashKey, type RedisNodeAddress } from '../../lib/stores/redis-client.js'
 import { listKeys, privateRedisServer, requireRedis, requireRedisCluster } from '../helpers/redis.js'
+import { within } from '../helpers/fake-app.js'
 import { collect, startOptions, streamLogContract } from './stream-log.contract.js'
 
 test('memory stream log: contract', async (t) => {
@@ -110,6 +111,32 @@ test('redis cluster stream log: a stream\'s keys share its shard\'s slot, shards
   const owners = await Promise.all(followed.map(async (id) => await env.cluster.masterOf(streamKeys(env.prefix, id).events)))
   const byPort = (a: number, b: number): number => a - b
   t.same(readerNodes.map((node) => node.port).sort(byPort), owners.sort(byPort), 'each reader reads on the master of its shard')
+})
+
+test('redis cluster stream log: a stream joining a blocked read of its shard is read at once (CLIENT UNBLOCK reaches the reader\'s node)', async (t) => {
+  const env = await requireRedisCluster(t)
+  if (env === null) return
+  const redis = await env.connect()
+  // Reads block for 30 s: without the unblock, the second stream would wait for that.
+  const log = createRedisStreamLog(redis, {
+    prefix: env.prefix, ttlSeconds: 60, leaseMs: 120_000, blockMs: 30_000, connect: streamLogConnections(env.url, true, 'agentchat-test'),
+  })
+  t.teardown(async () => await log.close())
+  const first = randomUUID()
+  let second = randomUUID()
+  while (streamShard(second) !== streamShard(first)) second = randomUUID()
+  const [one, two] = [await log.start(first, startOptions()), await log.start(second, startOptions())]
+  one.append('one')
+  const reading = collect(log, first)
+  await sleep(300)
+  const following = collect(log, second)
+  await sleep(300)
+  two.append('two')
+  await two.finish('[DONE]')
+  const entries = await within(following, 10_000, 'the second stream of the shard')
+  t.same(entries.map((e) => e.payload), ['two', '[DONE]'])
+  await one.finish('[DONE]')
+  t.same((await within(reading, 10_000, 'the first stream')).map((e) => e.payload), ['one', '[DONE]'])
 })
 
 test('memory stream log: the byte budget drops finished streams, oldest finished first, never running ones', async (t) => {
