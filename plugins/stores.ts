@@ -58,8 +58,9 @@ export default fp<StoresPluginOptions>(async (app, options) => {
       sessions: withSessionOutageLog(createRedisSessionStore(redis, {
         prefix,
         ttlSeconds: config.SESSION_TTL_SECONDS,
-        // A cluster failover (a replica taking over) costs retries, not a 503; a single Redis fails fast.
-        ...(config.REDIS_CLUSTER ? { retry: { attempts: 8, delayMs: 250 } } : {}),
+        // A cluster failover (a replica taking over) costs retries, not a 503, and loses no acknowledged write
+        // (each waits until a replica has it, at most 100 ms); a single Redis fails fast.
+        ...(config.REDIS_CLUSTER ? { retry: { attempts: 8, delayMs: 250 }, replicaAck: { timeoutMs: 100 } } : {}),
       }), app.log),
       // While Redis is down the limits hold per process (DECISIONS 7), never off.
       rateLimit: withRateLimitFallback(createRedisRateLimitStore(redis, { prefix }), createMemoryRateLimitStore(), {

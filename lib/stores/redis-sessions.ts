@@ -1,7 +1,9 @@
 // Redis session store: one list of JSON turns per session, idle expiry, a sorted-set index for count(); cluster-safe keys.
 import type { ChatTurn } from '../llm/types.js'
 import { trimTurns } from './memory-trim.js'
-import { defineScript, hashKey, retryTransient, uniqueNonce, type RedisConnection, type TransientRetryOptions } from './redis-client.js'
+import {
+  defineScript, hashKey, replicaAck, retryTransient, uniqueNonce, type RedisConnection, type ReplicaAckOptions, type TransientRetryOptions,
+} from './redis-client.js'
 import type { SessionRecord, SessionStore } from './types.js'
 
 /** Options of createRedisSessionStore. */
@@ -16,6 +18,11 @@ export interface RedisSessionStoreOptions {
    * first try did land is not applied twice.
    */
   retry?: TransientRetryOptions
+  /**
+   * Redis Cluster only: each write (append, trim, delete) resolves once a replica of the session's master
+   * has it too (WAIT, see replicaAck), so an acknowledged write survives a failover; default off.
+   */
+  replicaAck?: ReplicaAckOptions
 }
 
 // Every script reads the server clock, so replicas with skewed clocks agree.
@@ -129,6 +136,8 @@ export function createRedisSessionStore (redis: RedisConnection, options: RedisS
   const { retry } = options
   const run = retry === undefined ? async <T>(call: () => Promise<T>) => await call() : async <T>(call: () => Promise<T>) => await retryTransient(call, retry)
   const touchIndex = async (member: string): Promise<void> => { await run(async () => await INDEX_TOUCH.run(redis, [indexKey], [ttlMs, member])) }
+  // The index only counts: its writes are not waited for.
+  const acked = replicaAck(redis, options.replicaAck)
 
   return {
     async get (owner, id) {
@@ -142,7 +151,10 @@ export function createRedisSessionStore (redis: RedisConnection, options: RedisS
       const { keys, member } = keysOf(owner, id)
       const nonce = uniqueNonce()
       const args = [ttlMs, nonce, ...turns.map((turn) => JSON.stringify(turn))]
-      await Promise.all([run(async () => await APPEND.run(redis, keys, args)), touchIndex(member)])
+      await Promise.all([run(async () => {
+        await APPEND.run(redis, keys, args)
+        await acked(keys[0])
+      }), touchIndex(member)])
     },
 
     async trim (owner, id, maxTokens) {
@@ -150,7 +162,11 @@ export function createRedisSessionStore (redis: RedisConnection, options: RedisS
       for (let attempt = 0; attempt < TRIM_ATTEMPTS; attempt++) {
         const turns = parseTurns(await run(async () => await redis.lrange(keys[0], 0, -1)))
         const drop = turns.length - trimTurns(turns, maxTokens).length
-        const result = await run(async () => await TRIM.run(redis, keys, [ttlMs, turns.length, drop]))
+        const result = await run(async () => {
+          const trimmed = await TRIM.run(redis, keys, [ttlMs, turns.length, drop])
+          if (trimmed === 1 && drop > 0) await acked(keys[0])
+          return trimmed
+        })
         if (result === 1) await touchIndex(member)
         if (result !== -1) return
       }
@@ -159,7 +175,14 @@ export function createRedisSessionStore (redis: RedisConnection, options: RedisS
 
     async delete (owner, id) {
       const { keys, member } = keysOf(owner, id)
-      const [deleted] = await Promise.all([run(async () => await redis.del(...keys)), run(async () => await redis.zrem(indexKey, member))])
+      // A try whose DEL landed but whose replica wait failed counts: its retry finds nothing left to delete.
+      let removed: number | undefined
+      const [deleted] = await Promise.all([run(async () => {
+        const count = await redis.del(...keys)
+        removed ??= count
+        await acked(keys[0])
+        return Math.max(removed, count)
+      }), run(async () => await redis.zrem(indexKey, member))])
       return deleted > 0
     },
 

@@ -27,6 +27,15 @@ test('redis cluster session store: contract', async (t) => {
   sessionStoreContract(t, async () => createRedisSessionStore(redis, { prefix: `${env.prefix}${randomUUID()}:`, ttlSeconds: 3600 }))
 })
 
+test('redis cluster session store: contract with replica acks (this cluster has no replicas: a master waits once, then not for a while)', async (t) => {
+  const env = await requireRedisCluster(t)
+  if (env === null) return
+  const redis = await env.connect()
+  sessionStoreContract(t, async () => createRedisSessionStore(redis, {
+    prefix: `${env.prefix}${randomUUID()}:`, ttlSeconds: 3600, replicaAck: { timeoutMs: 50, backoffMs: 60_000 },
+  }))
+})
+
 test('redis cluster session store: the keys of a session share one slot, sessions spread over the masters', async (t) => {
   const env = await requireRedisCluster(t)
   if (env === null) return
