@@ -440,11 +440,17 @@ export async function startRedisCluster (t: Test, options: RedisClusterOptions =
       '--cluster-replicas', String(replicas), '--cluster-yes'], { timeout: 30_000 })
     await waitHealthy()
     if (replicas > 0) {
-      // Wait until every replica is attached and in sync, so that a killed master can fail over.
+      // Wait until every replica is attached and in sync (its link to its master up, the initial sync done),
+      // so that a killed master can fail over and a write can wait for its replica (WAIT).
       const deadline = Date.now() + 15_000
+      const inSync = async (port: number): Promise<boolean> => {
+        const info = String(await (await admin(port)).info('replication'))
+        return info.includes('master_link_status:up') && info.includes('master_sync_in_progress:0')
+      }
       for (;;) {
         const lines = await clusterNodes()
-        if (lines.filter((l) => l.flags.includes('slave') && !l.flags.includes('fail')).length === masters * replicas) break
+        const attached = lines.filter((l) => l.flags.includes('slave') && !l.flags.includes('fail'))
+        if (attached.length === masters * replicas && (await Promise.all(attached.map(async (l) => await inSync(l.port)))).every(Boolean)) break
         if (Date.now() > deadline) throw new Error('cluster replicas did not attach')
         await sleep(100)
       }
