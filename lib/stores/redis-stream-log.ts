@@ -217,7 +217,8 @@ async function runPipelined (redis: RedisConnection, lua: PipelinedScript, calls
     if (group === undefined) groups.set(call.group, [index])
     else group.push(index)
   }
-  const replies: Reply[] = calls.map(() => [new Error('no reply'), null])
+  // Every call gets its pipeline's reply below; an Error (a stack capture) is made only for a failed pipeline.
+  const replies: Reply[] = new Array<Reply>(calls.length)
   await Promise.all([...groups.values()].map(async (indexes) => {
     const pipeline = redis.pipeline()
     for (const index of indexes) {
@@ -231,7 +232,14 @@ async function runPipelined (redis: RedisConnection, lua: PipelinedScript, calls
     } catch (error) {
       failure = asError(error)
     }
-    for (const [n, index] of indexes.entries()) replies[index] = results?.[n] ?? [failure ?? new Error('no reply'), null]
+    for (const [n, index] of indexes.entries()) {
+      const result = results?.[n]
+      if (result !== undefined) replies[index] = result
+      else {
+        failure ??= new Error('no reply')
+        replies[index] = [failure, null]
+      }
+    }
   }))
   await Promise.all(replies.map(async ([error], index) => {
     if (error === null || !error.message.startsWith('NOSCRIPT')) return
