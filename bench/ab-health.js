@@ -5,6 +5,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { freePort, startChild, startMeter } from './lib/proc.js'
 import { runLoad } from './lib/loadgen.js'
+import { BENCH_API_KEY, serviceEnv } from './lib/service-env.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const [entryA, entryB, secondsArg = '4', roundsArg = '4'] = process.argv.slice(2)
@@ -16,26 +17,12 @@ const targets = []
 try {
   for (const [name, script, service] of [['bare', join(here, 'servers/hello.js'), false], ['A', entryA, true], ['B', entryB, true]]) {
     const port = service ? await freePort() : 0
-    const env = service
-      ? {
-          NODE_ENV: 'production',
-          HOST: '127.0.0.1',
-          PORT: String(port),
-          LLM_PROVIDER: 'anthropic',
-          LLM_API_KEY: 'k',
-          LLM_BASE_URL: 'http://127.0.0.1:9',
-          API_KEYS: 'bench-key',
-          RATE_LIMIT_PER_MINUTE: '100000000',
-          CHAT_RATE_LIMIT_PER_MINUTE: '100000000',
-          LOG_LEVEL: 'info',
-          MAX_CONCURRENT_REQUESTS: '100000',
-          MAX_QUEUE: '100000',
-        }
-      : {}
+    // No upstream: /health never calls one.
+    const env = service ? serviceEnv(port, 'http://127.0.0.1:9') : {}
     const child = await startChild(service ? { name, script, port, healthPath: '/api/v1/health', env } : { name, script })
     targets.push({ name, child, perReq: [], rps: [] })
   }
-  const headers = { authorization: 'Bearer bench-key' }
+  const headers = { authorization: `Bearer ${BENCH_API_KEY}` }
   for (const t of targets) await runLoad('autocannon', { url: `http://127.0.0.1:${t.child.port}/api/v1/health`, headers, connections: 100, duration: 1 })
   for (let round = 0; round < Number(roundsArg); round++) {
     for (const t of targets) {

@@ -2,6 +2,7 @@
 // service (dist/server.js of two commits; `path|--flag,--flag` adds node flags), measured in alternating rounds against one fake upstream, so
 // that background load falls on both alike. A helper for optimisation work; `npm run bench` is the benchmark.
 import { startChild, freePort, startMeter } from './lib/proc.js'
+import { BENCH_API_KEY, serviceEnv } from './lib/service-env.js'
 import { burst, streamAgent, summarizeStreams } from './lib/streams.js'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -27,31 +28,17 @@ for (const entry of [entryA, entryB]) {
     nodeArgs: flags.split(',').filter(Boolean),
     port,
     healthPath: '/api/v1/health',
-    env: {
-      NODE_ENV: 'production',
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      LLM_PROVIDER: 'anthropic',
-      LLM_API_KEY: 'k',
-      LLM_BASE_URL: fake.url,
-      API_KEYS: 'bench-key',
-      RATE_LIMIT_PER_MINUTE: '100000000',
-      CHAT_RATE_LIMIT_PER_MINUTE: '100000000',
-      LOG_LEVEL: 'info',
-      MAX_CONCURRENT_REQUESTS: '100000',
-      MAX_QUEUE: '100000',
-      SHUTDOWN_GRACE_SECONDS: '1',
-    },
+    env: serviceEnv(port, fake.url, { SHUTDOWN_GRACE_SECONDS: '1' }),
   })
   children.push(child)
   services.push({ entry, child, agent: streamAgent(), perToken: [], ttft: [] })
 }
 const body = JSON.stringify({ messages: [{ role: 'user', content: 'Hello' }] })
 try {
-  for (const s of services) await burst({ port: s.child.port, path: '/api/v1/chat/stream', headers: { authorization: 'Bearer bench-key' }, body }, s.agent, k)
+  for (const s of services) await burst({ port: s.child.port, path: '/api/v1/chat/stream', headers: { authorization: `Bearer ${BENCH_API_KEY}` }, body }, s.agent, k)
   for (let round = 0; round < Number(roundsArg); round++) {
     for (const s of services) {
-      const target = { port: s.child.port, path: '/api/v1/chat/stream', headers: { authorization: 'Bearer bench-key' }, body }
+      const target = { port: s.child.port, path: '/api/v1/chat/stream', headers: { authorization: `Bearer ${BENCH_API_KEY}` }, body }
       const meter = startMeter({ server: s.child.pid })
       const { outcomes, wallMs } = await burst(target, s.agent, k)
       const { procs } = meter.stop()

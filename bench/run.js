@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url'
 import { chooseLoadgen, runLoad } from './lib/loadgen.js'
 import { CLK_TCK, freePort, memory, startChild, startForeignMeter, startMeter } from './lib/proc.js'
 import { evaluate, markdownTable } from './lib/report.js'
+import { BENCH_API_KEY, BENCH_UPSTREAM_KEY, serviceEnv } from './lib/service-env.js'
 import { burst, openStream, streamAgent, summarizeStreams } from './lib/streams.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
@@ -50,8 +51,8 @@ const config = {
   serviceLog: env.BENCH_SERVICE_LOG ?? '/dev/null',
 }
 
-const API_KEY = 'bench-key'
-const UPSTREAM_KEY = 'bench-upstream-key'
+const API_KEY = BENCH_API_KEY
+const UPSTREAM_KEY = BENCH_UPSTREAM_KEY
 const MODEL = 'claude-sonnet-5-5'
 const OPENAI_MODEL = 'bench-model'
 const AUTH = { authorization: `Bearer ${API_KEY}` }
@@ -130,26 +131,8 @@ async function startService (fake, overrides = {}) {
     port,
     healthPath: '/api/v1/health',
     logFile: config.serviceLog,
-    env: {
-      NODE_ENV: 'production',
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      LLM_PROVIDER: 'anthropic',
-      LLM_API_KEY: UPSTREAM_KEY,
-      LLM_BASE_URL: fake.url,
-      MODEL_NAME: MODEL,
-      // Every plugin on: auth with a key, rate limits too high to refuse, metrics, request logging at info.
-      API_KEYS: API_KEY,
-      RATE_LIMIT_PER_MINUTE: '100000000',
-      CHAT_RATE_LIMIT_PER_MINUTE: '100000000',
-      LOG_LEVEL: 'info',
-      // The concurrency limit (DECISIONS 9) would answer 503 beyond 10 + 100 calls: measure the code, not the policy.
-      MAX_CONCURRENT_REQUESTS: '100000',
-      MAX_QUEUE: '100000',
-      REDIS_URL: '',
-      SHUTDOWN_GRACE_SECONDS: '2',
-      ...overrides,
-    },
+    // Every plugin on (bench/lib/service-env.js), on the fake upstream, with the bench's model name.
+    env: serviceEnv(port, fake.url, { MODEL_NAME: MODEL, ...overrides }),
   })
 }
 

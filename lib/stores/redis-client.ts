@@ -246,6 +246,11 @@ export function isTransientRedisError (error: unknown): boolean {
   return TRANSIENT.test(error.message) || TRANSIENT.test(error.message.replace(/^.*Last error: (Reply)?Error: /, ''))
 }
 
+/** {@link retryTransient} with `options`, or the call as it is when there are none (a single Redis fails fast). */
+export function transientRunner (options: TransientRetryOptions | undefined): <T>(call: () => Promise<T>) => Promise<T> {
+  return options === undefined ? async (call) => await call() : async (call) => await retryTransient(call, options)
+}
+
 /** Runs `call`, trying again after `delayMs` on a transient error (isTransientRedisError), `attempts` times at most. Only for idempotent calls. */
 export async function retryTransient<T> (call: () => Promise<T>, options: TransientRetryOptions): Promise<T> {
   for (let attempt = 1; ; attempt++) {
@@ -256,6 +261,16 @@ export async function retryTransient<T> (call: () => Promise<T>, options: Transi
       await new Promise((resolve) => setTimeout(resolve, options.delayMs))
     }
   }
+}
+
+/** `host:port` of a cluster node connection, as ioredis names the node in its slot map (`cluster.slots`). */
+export function clusterNodeKey (node: Redis): string {
+  return `${node.options.host ?? ''}:${node.options.port ?? ''}`
+}
+
+/** The Cluster client's own connection to the master `nodeKey` (`host:port`), if it has one. */
+export function clusterMaster (cluster: Cluster, nodeKey: string): Redis | undefined {
+  return cluster.nodes('master').find((node) => clusterNodeKey(node) === nodeKey)
 }
 
 /** Options of replicaAck. */
@@ -290,7 +305,7 @@ export function replicaAck (redis: RedisConnection, options: ReplicaAckOptions |
     let wait = inFlight.get(master)
     // Shared only while unanswered: a write answered after that WAIT's reply came after it, and needs another.
     if (wait === undefined || wait.answered) {
-      const node = redis.nodes('master').find((candidate) => `${candidate.options.host ?? ''}:${candidate.options.port ?? ''}` === master)
+      const node = clusterMaster(redis, master)
       if (node === undefined) return
       const command = new Command('wait', [1, timeoutMs])
       const { resolve, reject } = command

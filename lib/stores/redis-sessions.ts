@@ -2,7 +2,7 @@
 import type { ChatTurn } from '../llm/types.js'
 import { trimTurns } from './memory-trim.js'
 import {
-  defineScript, hashKey, replicaAck, retryTransient, uniqueNonce, type RedisConnection, type ReplicaAckOptions, type TransientRetryOptions,
+  defineScript, hashKey, replicaAck, transientRunner, uniqueNonce, type RedisConnection, type ReplicaAckOptions, type TransientRetryOptions,
 } from './redis-client.js'
 import type { SessionRecord, SessionStore } from './types.js'
 
@@ -134,7 +134,7 @@ export function createRedisSessionStore (redis: RedisConnection, options: RedisS
     return { keys: [`${prefix}session:{${member}}`, `${prefix}session-meta:{${member}}`], member }
   }
   const { retry } = options
-  const run = retry === undefined ? async <T>(call: () => Promise<T>) => await call() : async <T>(call: () => Promise<T>) => await retryTransient(call, retry)
+  const run = transientRunner(retry)
   const touchIndex = async (member: string): Promise<void> => { await run(async () => await INDEX_TOUCH.run(redis, [indexKey], [ttlMs, member])) }
   // The index only counts: its writes are not waited for.
   const acked = replicaAck(redis, options.replicaAck)

@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import calculateSlot from 'cluster-key-slot'
 import { Cluster } from 'ioredis'
 import {
-  createRedisClient, createRedisClusterClient, createRedisNodeClient, defineScript, hashKey, retryTransient, uniqueNonce, waitForRedis,
+  clusterMaster, createRedisClient, createRedisClusterClient, createRedisNodeClient, defineScript, hashKey, transientRunner, uniqueNonce, waitForRedis,
   type Redis, type RedisConnection, type RedisLogger, type RedisNodeAddress, type TransientRetryOptions,
 } from './redis-client.js'
 import {
@@ -76,8 +76,14 @@ export function streamShard (id: string): number {
 export function streamKeys (prefix: string, id: string) {
   const shard = streamShard(id)
   const base = `${prefix}{stream:${shard}}:${id}`
-  return { shard, events: `${base}:events`, meta: `${base}:meta`, lease: `${base}:lease` }
+  const [events, meta, lease] = [`${base}:events`, `${base}:meta`, `${base}:lease`]
+  /** KEYS of every script, in their order. */
+  const scriptKeys: [string, string, string] = [events, meta, lease]
+  return { shard, events, meta, lease, scriptKeys }
 }
+
+/** The keys of one stream (streamKeys). */
+type StreamKeys = ReturnType<typeof streamKeys>
 
 /**
  * The stream log's dedicated connections for REDIS_URL: standalone connections to it, or with `cluster`
@@ -278,7 +284,7 @@ class Follower {
   lastSeen = performance.now()
   gone = false
   wake: (() => void) | undefined
-  constructor (readonly key: { events: string, meta: string, lease: string }, after: number) {
+  constructor (readonly key: StreamKeys, after: number) {
     this.last = after
   }
 
@@ -292,10 +298,6 @@ class Follower {
     this.wake?.()
   }
 }
-
-/** `host:port` as ioredis names a node in its slot map. */
-const nodeKey = (node: { options: { host?: string | undefined, port?: number | undefined } }): string =>
-  `${node.options.host ?? ''}:${node.options.port ?? ''}`
 
 function parseNodeKey (key: string): RedisNodeAddress {
   const colon = key.lastIndexOf(':')
@@ -375,7 +377,7 @@ class ReadMultiplexer {
     if (!this.#blocked || this.#clientId === undefined) return
     const { cluster, commands } = this.context
     // In a cluster a plain command goes to any node: send it through the pool's connection to the reader's node.
-    const target = cluster === undefined ? commands : cluster.nodes('master').find((node) => nodeKey(node) === this.#node)
+    const target = cluster === undefined ? commands : this.#node === undefined ? undefined : clusterMaster(cluster, this.#node)
     target?.client('UNBLOCK', this.#clientId).catch(() => {})
   }
 
@@ -510,7 +512,7 @@ class ReadMultiplexer {
       if (now - f.lastSeen < this.context.checkMs) continue
       let outcome = checked.get(f.key.events)
       if (outcome === undefined) {
-        outcome = INTERRUPT.run(this.context.commands, [f.key.events, f.key.meta, f.key.lease], [this.context.ttlMs]).catch(() => 0)
+        outcome = INTERRUPT.run(this.context.commands, f.key.scriptKeys, [this.context.ttlMs]).catch(() => 0)
         checked.set(f.key.events, outcome)
       }
       f.lastSeen = now
@@ -525,7 +527,7 @@ class ReadMultiplexer {
 /** A stream this process produces: its events in memory, and how far they reached Redis. */
 interface LocalStream {
   id: string
-  keys: ReturnType<typeof streamKeys>
+  keys: StreamKeys
   buffer: EventBuffer
   controller: AbortController
   /** owner hash, format, cancelled payload, interrupted payload: sent with every write (it creates the stream). */
@@ -560,7 +562,7 @@ export function createRedisStreamLog (redis: RedisConnection, options: RedisStre
   const token = randomUUID()
   const logger = options.logger
   const { retry } = options
-  const run = retry === undefined ? async <T>(call: () => Promise<T>) => await call() : async <T>(call: () => Promise<T>) => await retryTransient(call, retry)
+  const run = transientRunner(retry)
   const producers = new Map<string, LocalStream>()
   const readers = new Map<number, ReadMultiplexer>()
   const readerContext: ReaderContext = {
@@ -623,8 +625,6 @@ export function createRedisStreamLog (redis: RedisConnection, options: RedisStre
     for (const resolve of local.flushWaiters.splice(0)) resolve()
   }
 
-  const keysOf = (local: LocalStream): ScriptCall['keys'] => [local.keys.events, local.keys.meta, local.keys.lease]
-
   /**
    * One pipeline per shard (one in all on a single Redis) every `flushMs` for every stream of this process
    * with new events (not one round trip per token or per stream), and likewise per lease period for the
@@ -654,7 +654,7 @@ export function createRedisStreamLog (redis: RedisConnection, options: RedisStre
         const args: Array<string | number> = [ttlMs, local.buffer.finished ? upTo : '', leaseMs, token, local.flushed, ...local.header]
         for (let seq = local.flushed + 1; seq <= upTo; seq++) args.push(seq, (local.buffer.entries[seq - 1] as StreamEntry).payload)
         local.inFlight = true
-        return { local, upTo, waiters: local.flushWaiters.splice(0), call: { group: pipelineGroup(local), keys: keysOf(local), args } }
+        return { local, upTo, waiters: local.flushWaiters.splice(0), call: { group: pipelineGroup(local), keys: local.keys.scriptKeys, args } }
       })
       const replies = await runPipelined(redis, APPEND, sent.map(({ call }) => call))
       let failure: Error | undefined
@@ -688,7 +688,7 @@ export function createRedisStreamLog (redis: RedisConnection, options: RedisStre
   const refresher = setInterval(() => {
     const leased = [...producers.values()].filter((local) => local.created && !local.stopped)
     if (leased.length === 0) return
-    const calls = leased.map((local) => ({ group: pipelineGroup(local), keys: keysOf(local), args: [ttlMs, leaseMs, token] }))
+    const calls = leased.map((local) => ({ group: pipelineGroup(local), keys: local.keys.scriptKeys, args: [ttlMs, leaseMs, token] }))
     runPipelined(redis, REFRESH, calls).then((replies) => {
       for (const [index, local] of leased.entries()) {
         const answer = replies[index]?.[1]
@@ -804,7 +804,7 @@ export function createRedisStreamLog (redis: RedisConnection, options: RedisStre
     async cancel (id, owner): Promise<CancelOutcome> {
       const keys = streamKeys(options.prefix, id)
       const nonce = uniqueNonce()
-      const outcome = await run(async () => await CANCEL.run(redis, [keys.events, keys.meta, keys.lease], [hashKey(owner), ttlMs, nonce]))
+      const outcome = await run(async () => await CANCEL.run(redis, keys.scriptKeys, [hashKey(owner), ttlMs, nonce]))
       if (outcome === 0) return 'unknown'
       if (outcome === 1) return 'finished'
       if (outcome === 2) {

@@ -3,8 +3,10 @@ import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { test } from 'tap'
 import { createMemoryStreamLog } from '../../lib/stores/memory-stream-log.js'
-import { STREAM_SHARDS, createRedisStreamLog, streamKeys, streamLogConnections, streamShard } from '../../lib/stores/redis-stream-log.js'
-import { createRedisClient, hashKey, type RedisNodeAddress } from '../../lib/stores/redis-client.js'
+import {
+  STREAM_SHARDS, createRedisStreamLog, streamKeys, streamLogConnections, streamShard, type RedisStreamLogOptions,
+} from '../../lib/stores/redis-stream-log.js'
+import { createRedisClient, hashKey, type RedisConnection, type RedisNodeAddress } from '../../lib/stores/redis-client.js'
 import { listKeys, privateRedisServer, requireRedis, requireRedisCluster } from '../helpers/redis.js'
 import { within } from '../helpers/fake-app.js'
 import { collect, startOptions, streamLogContract } from './stream-log.contract.js'
@@ -13,30 +15,28 @@ test('memory stream log: contract', async (t) => {
   streamLogContract(t, async ({ ttlSeconds, leaseMs }) => createMemoryStreamLog({ ttlSeconds, leaseMs }), false)
 })
 
+/** The contract against the Redis (or cluster) of `env`, under a fresh prefix, with `options`. */
+async function redisContract (
+  t: Parameters<typeof streamLogContract>[0], env: { prefix: string, connect: () => Promise<RedisConnection> },
+  options: Omit<RedisStreamLogOptions, 'prefix' | 'ttlSeconds' | 'leaseMs'>
+): Promise<void> {
+  const redis = await env.connect()
+  const prefix = `${env.prefix}${randomUUID()}:`
+  streamLogContract(t, async ({ ttlSeconds, leaseMs }) => createRedisStreamLog(redis, { prefix, ttlSeconds, leaseMs, ...options }), true)
+}
+
 test('redis stream log: contract', async (t) => {
   const env = await requireRedis(t)
   if (env === null) return
-  const redis = await env.connect()
-  const prefix = `${env.prefix}${randomUUID()}:`
-  streamLogContract(t, async ({ ttlSeconds, leaseMs }) => createRedisStreamLog(redis, {
-    prefix,
-    ttlSeconds,
-    leaseMs,
-    connect: streamLogConnections(env.url, false, 'agentchat-test'),
-  }), true)
+  await redisContract(t, env, { connect: streamLogConnections(env.url, false, 'agentchat-test') })
 })
 
 test('redis stream log: contract with one reader connection per shard (as on a Redis Cluster)', async (t) => {
   const env = await requireRedis(t)
   if (env === null) return
-  const redis = await env.connect()
-  const prefix = `${env.prefix}${randomUUID()}:`
   const connections = streamLogConnections(env.url, false, 'agentchat-test')
   let readers = 0
-  streamLogContract(t, async ({ ttlSeconds, leaseMs }) => createRedisStreamLog(redis, {
-    prefix,
-    ttlSeconds,
-    leaseMs,
+  await redisContract(t, env, {
     readerPerShard: true,
     connect: {
       reader: (node) => {
@@ -45,7 +45,7 @@ test('redis stream log: contract with one reader connection per shard (as on a R
       },
       subscriber: () => connections.subscriber(),
     },
-  }), true)
+  })
   t.test('one reader connection per shard followed', async (t) => {
     t.ok(readers > 1, `${readers} reader connections`)
   })
@@ -54,15 +54,7 @@ test('redis stream log: contract with one reader connection per shard (as on a R
 test('redis cluster stream log: contract', async (t) => {
   const env = await requireRedisCluster(t)
   if (env === null) return
-  const redis = await env.connect()
-  const prefix = `${env.prefix}${randomUUID()}:`
-  streamLogContract(t, async ({ ttlSeconds, leaseMs }) => createRedisStreamLog(redis, {
-    prefix,
-    ttlSeconds,
-    leaseMs,
-    connect: streamLogConnections(env.url, true, 'agentchat-test'),
-    retry: { attempts: 8, delayMs: 250 },
-  }), true)
+  await redisContract(t, env, { connect: streamLogConnections(env.url, true, 'agentchat-test'), retry: { attempts: 8, delayMs: 250 } })
 })
 
 test('redis cluster stream log: a stream\'s keys share its shard\'s slot, shards spread over the masters, readers go to their master', async (t) => {
