@@ -1,6 +1,7 @@
 // The provider interface every model backend implements (Anthropic, OpenAI-compatible, offline), in Messages API terms.
 import type { Static } from 'typebox'
 import type { Usage as UsageSchema } from '../../schemas/chat.js'
+import type { ModelCallHooks, ModelCallObserver } from './hooks.js'
 
 export type Role = 'user' | 'assistant'
 
@@ -49,6 +50,10 @@ export interface ModelRequest {
    * running output total); each call replaces the last. A stream cut short is billed by the last one.
    */
   onUsage?: (usage: Usage) => void
+  /** Hooks around each model of the call (the router calls them: budgets, metrics, traces). */
+  hooks?: ModelCallHooks | undefined
+  /** Set by the router for the provider: told about each HTTP attempt (its `headers` go upstream). */
+  observer?: ModelCallObserver | undefined
 }
 
 /** Token counts of a model call. */

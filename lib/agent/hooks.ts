@@ -1,0 +1,113 @@
+// Run hooks: the one interface for everything measured or enforced around a run (metrics, budgets, traces).
+import type { ModelCallHooks, ModelCallObserver } from '../llm/hooks.js'
+import { composeModelCallObservers } from '../llm/hooks.js'
+import type { Usage } from '../llm/types.js'
+import type { UsageSource } from './events.js'
+
+/** Who runs what, as the hooks see it when a run starts. */
+export interface RunInfo {
+  /** The identity the run belongs to (rate limits, budgets, stores). */
+  owner: string
+  /** The API key's label when the caller authenticated with one. */
+  keyLabel?: string | undefined
+  requestId: string
+  /** The wire dialect that asked for the run (`agent-events`, `session`, `ui`, `chat-completions`, ...). */
+  dialect: string
+  /** The model as the client named it (or the default). */
+  model: string
+  maxTokens: number
+  /** The run's conversation (a session id, a simple chat's conversation id, a UI chat id), when it has one. */
+  conversationId?: string | undefined
+  /** One plain model call handing tool calls back to the client (no agent loop). */
+  gateway: boolean
+  /** Whatever the HTTP glue attached to the request for the hooks (a trace span); opaque to the runner. */
+  parent?: unknown
+}
+
+/** How a run ended. */
+export type RunOutcome = 'final' | 'paused' | 'error' | 'cancelled'
+
+export interface RunEnd {
+  outcome: RunOutcome
+  /** Usage by the model that answered each call (as clients name them). */
+  usageByModel: ReadonlyMap<string, Usage>
+  usageSource: UsageSource
+  /** The model that answered last. */
+  model: string
+  error?: unknown
+}
+
+/** Where a tool comes from: `builtin` or `mcp:<server>`. */
+export interface ToolCallInfo {
+  /** The tool's name as the model called it. */
+  name: string
+  /** The provider's tool call id. */
+  callId: string
+  source: string
+  args: Record<string, unknown>
+}
+
+export interface ToolCallEnd {
+  isError: boolean
+  /** `tool_error`, `timeout`, `cancelled`, a JSON-RPC code, ... when the call failed. */
+  errorType?: string | undefined
+  /** The result text as the model gets it. */
+  result: string
+}
+
+export interface ToolCallObserver {
+  end (result: ToolCallEnd): void
+}
+
+/** Observes one run; every member is optional but `end`. */
+export interface RunObserver {
+  /** Hooks around each model call of the run (each model of a fallback chain, each attempt). */
+  readonly model?: ModelCallHooks | undefined
+  /** A tool is about to run (also an unknown tool or bad input: it "runs" to an error result). */
+  toolCall? (call: ToolCallInfo): ToolCallObserver | undefined
+  /** The run ended; awaited before the answer or the stream's terminal event is sent. */
+  end (result: RunEnd): void | Promise<void>
+}
+
+/** Everything measured or enforced around runs: told when one starts. */
+export interface RunHooks {
+  runStart (run: RunInfo): RunObserver | undefined
+}
+
+/** Several hooks as one: observers are told in the order the hooks were given. */
+export function composeRunHooks (hooks: readonly RunHooks[]): RunHooks {
+  if (hooks.length === 1) return hooks[0] as RunHooks
+  return {
+    runStart (run) {
+      const observers = hooks.flatMap((hook) => hook.runStart(run) ?? [])
+      if (observers.length <= 1) return observers[0]
+      const modelHooks = observers.flatMap((observer) => observer.model ?? [])
+      const model: ModelCallHooks | undefined = modelHooks.length === 0
+        ? undefined
+        : {
+            async start (target, request) {
+              const started: Array<ModelCallObserver | undefined> = []
+              try {
+                for (const hook of modelHooks) started.push(await hook.start(target, request))
+              } catch (error) {
+                // A later hook refused the call: the earlier ones see it end before it was made.
+                for (const observer of started) await observer?.end({ outcome: 'error', error })
+                throw error
+              }
+              return composeModelCallObservers(started)
+            },
+          }
+      return {
+        model,
+        toolCall (call) {
+          const tools = observers.flatMap((observer) => observer.toolCall?.(call) ?? [])
+          return tools.length === 0 ? undefined : { end: (result) => { for (const tool of tools) tool.end(result) } }
+        },
+        async end (result) { for (const observer of observers) await observer.end(result) },
+      }
+    },
+  }
+}
+
+/** Hooks that observe nothing. */
+export const noRunHooks: RunHooks = { runStart: () => undefined }
