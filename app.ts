@@ -17,6 +17,7 @@ import resumablePlugin from './plugins/resumable.js'
 import agentPlugin from './plugins/agent.js'
 import type { LLMProvider } from './lib/llm/types.js'
 import metricsPlugin from './plugins/metrics.js'
+import runHooksPlugin from './plugins/run-hooks.js'
 import authPlugin from './plugins/auth.js'
 import rateLimitPlugin from './plugins/rate-limit.js'
 import { createErrorHandler } from './lib/http/errors.js'
@@ -130,6 +131,7 @@ export async function buildApp (options: BuildAppOptions = {}) {
   // CORS answers preflights before auth; auth sets the identity the rate limit keys on (and answers
   // 401 in preParsing, after the limit counted the request); the rate limit exempts open routes; the
   // docs routes come after all of them (they are marked open).
+  await app.register(runHooksPlugin)
   await app.register(metricsPlugin)
   await app.register(corsPlugin)
   await app.register(storesPlugin, { overrides: options.stores })

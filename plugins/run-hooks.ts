@@ -1,0 +1,26 @@
+// Run-hooks registry: plugins that measure or enforce something around runs (metrics, budgets, traces) add their hooks here.
+import fp from 'fastify-plugin'
+import { composeRunHooks, noRunHooks, type RunHooks } from '../lib/agent/hooks.js'
+
+export interface RunHooksRegistry {
+  /** Adds hooks; they see every run started after the app is ready, after the hooks added before them. */
+  add (hooks: RunHooks): void
+  /** All hooks as one (composed once, when the app is ready). */
+  readonly all: RunHooks
+}
+
+declare module 'fastify' {
+  interface FastifyInstance { runHooks: RunHooksRegistry }
+}
+
+export default fp(async (app) => {
+  const added: RunHooks[] = []
+  let all: RunHooks = noRunHooks
+  app.decorate('runHooks', {
+    add (hooks: RunHooks) {
+      added.push(hooks)
+      all = composeRunHooks(added)
+    },
+    get all () { return all },
+  })
+}, { name: 'run-hooks', fastify: '5.x' })
