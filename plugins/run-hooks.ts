@@ -11,11 +11,16 @@ export interface RunHooksRegistry {
 
 declare module 'fastify' {
   interface FastifyInstance { runHooks: RunHooksRegistry }
+  interface FastifyRequest {
+    /** What a run started by this request passes its hooks as `RunInfo.parent` (the tracing plugin's server span). */
+    runParent: unknown
+  }
 }
 
 export default fp(async (app) => {
   const added: RunHooks[] = []
   let all: RunHooks = noRunHooks
+  app.decorateRequest('runParent', undefined)
   app.decorate('runHooks', {
     add (hooks: RunHooks) {
       added.push(hooks)
