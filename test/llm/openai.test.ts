@@ -2,7 +2,7 @@
 import { test } from 'tap'
 import { LLMServiceError } from '../../lib/errors.js'
 import { isAbortError } from '../../lib/llm/abort.js'
-import { StreamErrorEvent, createOpenAIProvider, type OpenAIProviderOptions } from '../../lib/llm/openai.js'
+import { StreamErrorEvent, createOpenAIProvider, type OpenAIProviderOptions } from '../../lib/llm/providers/openai/provider.js'
 import type { ChatTurn, ModelRequest, ModelResponse, ModelStreamEvent } from '../../lib/llm/types.js'
 import { startFakeOpenAI, type ToolCallVariant } from '../fake-openai/server.js'
 

@@ -1,6 +1,6 @@
 // MCP_CONFIG_FILE: `{"mcpServers": {...}}` as MCP desktop clients write it, checked into typed server settings.
 import { readFileSync } from 'node:fs'
-import { ConfigError } from '../../config.js'
+import { ConfigError } from '../../errors.js'
 
 /** A server run as a child process, spoken to over stdio. */
 export interface StdioServerConfig {

@@ -1,10 +1,11 @@
 // Loads and resolves the service configuration: env-schema validation, then derived settings.
 import { envSchema } from 'env-schema'
 import { isIP } from 'node:net'
-import { EnvSchema, type Env } from '../schemas/config.js'
-import { ConfigError } from './errors.js'
+import { EnvSchema, type Env } from '../../schemas/config.js'
+import { ConfigError } from '../errors.js'
+import { isProviderKind, providerNamesText, type ProviderKind } from '../llm/providers/registry.js'
+import { checkRedisSettings } from '../stores/redis-url.js'
 import { resolveModels } from './models.js'
-import { checkRedisSettings } from './stores/redis-url.js'
 
 export { ConfigError }
 
@@ -90,6 +91,12 @@ export function resolveTrustProxy (value: string): boolean | string[] | ((addres
   return items
 }
 
+/** LLM_PROVIDER as a kind of the provider registry. */
+function providerKind (name: string): ProviderKind {
+  if (isProviderKind(name)) return name
+  throw new ConfigError(`Invalid configuration: LLM_PROVIDER must be ${providerNamesText()} (got ${JSON.stringify(name)})`)
+}
+
 /**
  * Turns validated variables into typed settings; throws ConfigError on inconsistent combinations.
  * `vars` holds the variables a MODELS_FILE's `api_key_env` may name (the environment the config came from).
@@ -99,7 +106,7 @@ export function resolveConfig (env: Env, vars: Record<string, string | undefined
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
     throw new ConfigError(`Invalid configuration: LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(env.LOG_LEVEL)})`)
   }
-  const provider = env.LLM_PROVIDER ?? (env.LLM_API_KEY ? 'anthropic' : 'offline')
+  const provider: ProviderKind = env.LLM_PROVIDER === undefined ? (env.LLM_API_KEY ? 'anthropic' : 'offline') : providerKind(env.LLM_PROVIDER)
   if (env.LLM_RETRY_MIN_SECONDS > env.LLM_RETRY_MAX_SECONDS) {
     throw new ConfigError('Invalid configuration: LLM_RETRY_MIN_SECONDS must not exceed LLM_RETRY_MAX_SECONDS')
   }
