@@ -6,6 +6,30 @@ import type { LLMProvider, ModelRequest, ModelResponse, ModelStreamEvent } from 
 import type { ProviderSettings } from './settings.js'
 import { StreamAttempt, type OpenStream, type StreamDecoder } from './stream-attempt.js'
 
+/** The error classes both SDKs export (their shapes as far as we read them). */
+export interface SdkErrorClasses<ApiError extends Error> {
+  APIError: abstract new (...args: never[]) => ApiError
+  APIConnectionError: abstract new (...args: never[]) => Error
+  APIConnectionTimeoutError: abstract new (...args: never[]) => Error
+}
+
+/**
+ * How one SDK's failures are told apart and which request id they carry: timeouts and connection errors by
+ * the SDK's classes, API errors worded by `apiErrorText` (undefined for anything else).
+ */
+export function sdkFailures<ApiError extends Error & { requestID?: string | null | undefined }> (vendor: string, sdk: SdkErrorClasses<ApiError>,
+  apiErrorText: (error: ApiError) => string): Pick<SdkProviderParts<unknown>, 'kinds' | 'requestIdOf'> {
+  return {
+    kinds: {
+      vendor,
+      isTimeout: (error) => error instanceof sdk.APIConnectionTimeoutError,
+      isConnectionError: (error) => error instanceof sdk.APIConnectionError,
+      apiErrorText: (error) => (error instanceof sdk.APIError ? apiErrorText(error) : undefined),
+    },
+    requestIdOf: (error) => (error instanceof sdk.APIError && typeof error.requestID === 'string' ? error.requestID : undefined),
+  }
+}
+
 /** What one SDK-backed provider brings: its wire mapping; everything else is shared. */
 export interface SdkProviderParts<Raw> {
   /** `anthropic`, `openai`. */

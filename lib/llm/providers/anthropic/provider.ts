@@ -1,8 +1,7 @@
 // Anthropic provider: the Messages API through @anthropic-ai/sdk, with our retry policy, timeouts and abort.
 import Anthropic from '@anthropic-ai/sdk'
-import type { UpstreamErrorKinds } from '../../upstream-errors.js'
 import type { LLMProvider, ModelRequest } from '../../types.js'
-import { attemptTimeoutMs, createSdkProvider, providerTransport } from '../sdk-provider.js'
+import { attemptTimeoutMs, createSdkProvider, providerTransport, sdkFailures } from '../sdk-provider.js'
 import type { ProviderSettings } from '../settings.js'
 import { iteratorEvents } from '../stream-attempt.js'
 import { StreamAssembler, toParams, toResponse } from './wire.js'
@@ -19,23 +18,12 @@ export interface AnthropicProviderOptions extends ProviderSettings {
   apiVersion?: string
 }
 
-/** The upstream request id an SDK error carries, if any. */
-function errorRequestId (error: unknown): string | undefined {
-  return error instanceof Anthropic.APIError && typeof error.requestID === 'string' ? error.requestID : undefined
-}
-
-/** How the Anthropic SDK's failures are told apart ({@link toServiceError}). */
-const ANTHROPIC_ERRORS: UpstreamErrorKinds = {
-  vendor: 'Anthropic',
-  isTimeout: (error) => error instanceof Anthropic.APIConnectionTimeoutError,
-  isConnectionError: (error) => error instanceof Anthropic.APIConnectionError,
-  apiErrorText: (error) => {
-    if (!(error instanceof Anthropic.APIError)) return undefined
-    const type = error.type === null ? '' : ` ${error.type}`
-    const where = error.status === undefined ? 'stream error' : `error ${error.status}`
-    return `Anthropic API ${where}${type}: ${error.apiMessage ?? error.message}`
-  },
-}
+/** How the Anthropic SDK's failures are told apart (`toServiceError`). */
+const ANTHROPIC_FAILURES = sdkFailures('Anthropic', Anthropic, (error) => {
+  const type = error.type === null ? '' : ` ${error.type}`
+  const where = error.status === undefined ? 'stream error' : `error ${error.status}`
+  return `Anthropic API ${where}${type}: ${error.apiMessage ?? error.message}`
+})
 
 /**
  * Creates the Anthropic provider. `temperature` is forwarded (clamped to 0..1) only with
@@ -59,8 +47,7 @@ export function createAnthropicProvider (options: AnthropicProviderOptions): LLM
   }
   return createSdkProvider(options, {
     name: 'anthropic',
-    kinds: ANTHROPIC_ERRORS,
-    requestIdOf: errorRequestId,
+    ...ANTHROPIC_FAILURES,
     async complete (request, requestOptions) {
       const { data, request_id: requestId } = await client.messages.create(toParams(request, legacyVersion), requestOptions).withResponse()
       return toResponse(data, requestId)

@@ -2,9 +2,9 @@
 import OpenAI from 'openai'
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions'
 import { isRetryableError } from '../../retry.js'
-import { isRecord, type UpstreamErrorKinds } from '../../upstream-errors.js'
+import { isRecord } from '../../upstream-errors.js'
 import type { LLMProvider, ModelRequest } from '../../types.js'
-import { attemptTimeoutMs, createSdkProvider, providerTransport } from '../sdk-provider.js'
+import { attemptTimeoutMs, createSdkProvider, providerTransport, sdkFailures } from '../sdk-provider.js'
 import type { ProviderSettings } from '../settings.js'
 import { SseReader } from '../sse-reader.js'
 import { IncompleteStreamError } from '../stream-attempt.js'
@@ -24,22 +24,18 @@ function isRetryable (error: unknown): boolean {
   return (error instanceof OpenAI.APIConnectionError && !(error instanceof OpenAI.APIUserAbortError)) || isRetryableError(error)
 }
 
-function errorRequestId (error: unknown): string | undefined {
-  return error instanceof OpenAI.APIError && typeof error.requestID === 'string' ? error.requestID : undefined
-}
-
-/** How the openai SDK's failures (and ours, read from its streams) are told apart ({@link toServiceError}). */
-const OPENAI_ERRORS: UpstreamErrorKinds = {
-  vendor: 'OpenAI',
-  isTimeout: (error) => error instanceof OpenAI.APIConnectionTimeoutError,
-  isConnectionError: (error) => error instanceof OpenAI.APIConnectionError,
-  apiErrorText: (error) => {
-    if (error instanceof StreamErrorEvent || error instanceof IncompleteStreamError) return error.message
-    if (!(error instanceof OpenAI.APIError)) return undefined
-    const body = isRecord(error.error) && typeof error.error['message'] === 'string' ? error.error['message'] : error.message
-    const status = error.status === undefined ? '' : ` ${error.status}`
-    const type = error.type === undefined || error.type === null ? '' : ` ${error.type}`
-    return `OpenAI API error${status}${type}: ${body}`
+/** How the openai SDK's failures (and ours, read from its streams) are told apart (`toServiceError`). */
+const SDK_FAILURES = sdkFailures('OpenAI', OpenAI, (error) => {
+  const body = isRecord(error.error) && typeof error.error['message'] === 'string' ? error.error['message'] : error.message
+  const status = error.status === undefined ? '' : ` ${error.status}`
+  const type = error.type === undefined || error.type === null ? '' : ` ${error.type}`
+  return `OpenAI API error${status}${type}: ${body}`
+})
+const OPENAI_FAILURES = {
+  ...SDK_FAILURES,
+  kinds: {
+    ...SDK_FAILURES.kinds,
+    apiErrorText: (error: unknown) => (error instanceof StreamErrorEvent || error instanceof IncompleteStreamError ? error.message : SDK_FAILURES.kinds.apiErrorText(error)),
   },
 }
 
@@ -80,8 +76,7 @@ export function createOpenAIProvider (options: OpenAIProviderOptions): LLMProvid
 
   return createSdkProvider(options, {
     name: 'openai',
-    kinds: OPENAI_ERRORS,
-    requestIdOf: errorRequestId,
+    ...OPENAI_FAILURES,
     isRetryable,
     async complete (request, requestOptions) {
       const { data, request_id: requestId } = await client.chat.completions.create(toParams(request), requestOptions).withResponse()
