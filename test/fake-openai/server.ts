@@ -36,6 +36,8 @@ export type FakeOpenAIScript =
   | { kind: 'stream_error', message?: string, type?: string }
   | { kind: 'reset', delayMs?: number }
   | { kind: 'hang' }
+  /** A 200 stream of exactly these strings (no `data:` framing added), then the end of the body. */
+  | { kind: 'raw', writes: string[] }
   /**
    * Sends `text` as deltas, then fails: `error` sends an `{error}` chunk, `reset` destroys the socket,
    * `close` ends the response with no finish reason, `malformed` sends a chunk that is not JSON.
@@ -174,6 +176,9 @@ export class FakeOpenAI extends FakeUpstream<FakeOpenAIScript, FakeOpenAIRequest
         if (await this.#writeFrames(res, serial, frames, 0)) res.end('data: [DONE]\n\n')
         return
       }
+      case 'raw':
+        if (await this.writeFrames(res, serial, script.writes, () => undefined)) res.end()
+        return
       case 'midstream': {
         if (!stream) {
           res.writeHead(200, { 'content-type': 'application/json' })
