@@ -1,10 +1,13 @@
-// Loads and resolves the service configuration: env-schema validation, then derived settings.
+// Loads and resolves the service configuration: env-schema validation, derived settings, and the settings files
+// the variables name (MODELS_FILE, MCP_CONFIG_FILE, KNOWLEDGE_BASE_FILE); every failure is one ConfigError line.
 import { envSchema } from 'env-schema'
 import { isIP } from 'node:net'
 import { EnvSchema, type Env } from '../../schemas/config.js'
 import { ConfigError } from '../errors.js'
 import { isProviderKind, providerNamesText, type ProviderKind } from '../llm/providers/registry.js'
 import { checkRedisSettings } from '../stores/redis-url.js'
+import { loadKnowledgeBaseFile } from './knowledge-base-file.js'
+import { loadMcpConfig, type McpServerConfig } from './mcp-file.js'
 import { resolveModels } from './models.js'
 
 export { ConfigError }
@@ -133,6 +136,10 @@ export function resolveConfig (env: Env, vars: Record<string, string | undefined
     corsAnyOrigin: corsOrigins.includes('*'),
     /** Fastify's `trustProxy` from TRUST_PROXY. */
     trustProxy: resolveTrustProxy(env.TRUST_PROXY),
+    /** The documents of KNOWLEDGE_BASE_FILE; undefined without it (the built-in documents answer). */
+    knowledgeDocuments: env.KNOWLEDGE_BASE_FILE === undefined ? undefined : loadKnowledgeBaseFile(env.KNOWLEDGE_BASE_FILE),
+    /** The servers of MCP_CONFIG_FILE (none without it). */
+    mcpServers: env.MCP_CONFIG_FILE === undefined ? new Map<string, McpServerConfig>() : loadMcpConfig(env.MCP_CONFIG_FILE),
   }
 }
 

@@ -1,12 +1,10 @@
 // The model table (README, "Models and providers"): MODELS entries or MODELS_FILE resolved to one route per client-visible name.
-import { readFileSync } from 'node:fs'
-import { createRequire } from 'node:module'
-import { extname } from 'node:path'
 import Value from 'typebox/value'
 import { DEFAULT_MODELS, type Env } from '../../schemas/config.js'
 import { ConfigError } from '../errors.js'
 import { PROVIDER_KINDS, PROVIDER_NAMES, isProviderKind, providerNamesText, type ProviderKind } from '../llm/providers/registry.js'
 import { ModelsFile, type ModelsFileBody } from './models-file.js'
+import { readSettingsFile } from './settings-file.js'
 
 /** Where one client-visible model name goes. */
 export interface ModelRoute {
@@ -87,19 +85,10 @@ function checkRoute (route: ModelRoute, where: string, key: string, url: string,
 }
 
 function readModelsFile (path: string): unknown {
-  let text: string
-  try {
-    text = readFileSync(path, 'utf8')
-  } catch (error) {
-    return fail(`MODELS_FILE ${path} cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`)
-  }
-  const yaml = ['.yaml', '.yml'].includes(extname(path).toLowerCase())
-  try {
-    // The YAML parser is loaded only for a YAML file: most services never pay for it at startup.
-    return yaml ? (createRequire(import.meta.url)('yaml') as typeof import('yaml')).parse(text) : JSON.parse(text)
-  } catch (error) {
-    return fail(`MODELS_FILE ${path} is not valid ${yaml ? 'YAML' : 'JSON'}: ${(error as Error).message.split('\n')[0] ?? ''}`)
-  }
+  return readSettingsFile(path, {
+    cannotRead: (error) => `Invalid configuration: MODELS_FILE ${path} cannot be read (${error.code ?? error.message})`,
+    notParsed: (format, error) => `Invalid configuration: MODELS_FILE ${path} is not valid ${format}: ${error.message.split('\n')[0] ?? ''}`,
+  }, { yaml: true })
 }
 
 /** The first schema error of a models file, as one line naming the entry and the field. */
