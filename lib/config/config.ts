@@ -122,7 +122,7 @@ export function resolveConfig (env: Env, vars: Record<string, string | undefined
     throw new ConfigError(`Invalid configuration: ${(error as Error).message}`)
   }
   const corsOrigins = splitList(env.CORS_ORIGINS)
-  // Client-visible names (`provider:` prefixes dropped), the default first; one route per name (DECISIONS 14).
+  // Client-visible names (`provider:` prefixes dropped), the default first; one route per name (README, "Models and providers").
   const { defaultModel, models, routes: modelRoutes } = resolveModels(env, provider, vars)
   return {
     ...env,
