@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { randomUUID } from 'node:crypto'
 import { Type } from 'typebox'
 import { openSseStream } from '../../../lib/http/sse.js'
-import { pipeEntries, resumeUrl, streamStoreDown } from '../../../plugins/resumable.js'
+import { resumeUrl, streamStoreDown } from '../../../plugins/resumable.js'
 import { UI_MESSAGE_STREAM_HEADER, UI_MESSAGE_STREAM_VERSION, createUiMessageStream } from '../../../lib/ui-message-stream.js'
 import { MAX_UI_JSON_FIELD_DEPTH, boundUiChatBody, uiMessagesToTurns } from '../../../lib/ui-messages.js'
 import { createJsonBodyBudget, type JsonPath } from '../../../lib/body-budget.js'
@@ -93,7 +93,7 @@ const uiChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
     reply.header('x-stream-id', streamId)
     reply.header('content-location', resumeUrl('versioned', streamId))
     const sse = openSseStream(request, reply, { heartbeatMs: app.config.SSE_HEARTBEAT_SECONDS * 1000, registry: app.streams })
-    await pipeEntries(app.stores.streamLog.read(streamId, 0, sse.signal), sse).catch((error: unknown) => {
+    await app.resumable.follow(streamId, owner, app.stores.streamLog.read(streamId, 0, sse.signal), sse).catch((error: unknown) => {
       request.log.warn({ err: error }, 'ui chat reconnect failed')
     })
     return reply
