@@ -1,5 +1,5 @@
 // Observers of one model call: told about each upstream model the router tries and each HTTP attempt a provider makes.
-import type { ModelRequest, Usage } from './types.js'
+import type { ModelRequest, TextBlock, ToolUseBlock, Usage } from './types.js'
 
 /** How a model call (one model of a chain) or one attempt ended. */
 export type CallOutcome = 'ok' | 'error' | 'aborted'
@@ -16,6 +16,8 @@ export interface ModelTarget {
   baseURL?: string | undefined
   /** 0 for the requested model, 1 for its first fallback, ... */
   chainIndex: number
+  /** The call streams (`stream`), rather than answering at once (`complete`). */
+  stream?: boolean | undefined
 }
 
 /** What the provider answered, when it answered. */
@@ -26,6 +28,8 @@ export interface ModelAnswer {
   model: string
   /** The provider's own stop reason as sent (`end_turn`, `tool_use`, `stop`, `tool_calls`, ...). */
   finishReason: string | null
+  /** The answer's content (traces copy it only when content capture is on). */
+  content?: ReadonlyArray<TextBlock | ToolUseBlock> | undefined
 }
 
 /** The end of one model of a call. */
