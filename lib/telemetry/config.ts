@@ -94,8 +94,9 @@ function isHttpUrl (text: string): boolean {
 export function loadTracingSettings (env: Env): TracingSettings {
   const warnings: string[] = []
   if (!tracingEnabled(env)) return { config: undefined, warnings }
-  const unusable = (name: string, value: string, fallback: string) => {
-    warnings.push(`${name}=${JSON.stringify(value)} cannot be used; using ${fallback}`)
+  const unusable = (name: string, value: string | undefined, fallback: string) => {
+    const shown = value === undefined ? '' : `=${JSON.stringify(value)}`
+    warnings.push(`${name}${shown} cannot be used; using ${fallback}`)
   }
 
   const exporter = read(env, 'OTEL_TRACES_EXPORTER')
@@ -106,10 +107,10 @@ export function loadTracingSettings (env: Env): TracingSettings {
   const baseUrl = read(env, 'OTEL_EXPORTER_OTLP_ENDPOINT')
   if (specificUrl !== undefined) {
     if (isHttpUrl(specificUrl)) url = specificUrl
-    else unusable('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', specificUrl, DEFAULT_TRACES_URL)
+    else unusable('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (not an http(s) URL)', undefined, DEFAULT_TRACES_URL)
   } else if (baseUrl !== undefined) {
     if (isHttpUrl(baseUrl)) url = `${baseUrl.replace(/\/+$/, '')}/v1/traces`
-    else unusable('OTEL_EXPORTER_OTLP_ENDPOINT', baseUrl, DEFAULT_TRACES_URL)
+    else unusable('OTEL_EXPORTER_OTLP_ENDPOINT (not an http(s) URL)', undefined, DEFAULT_TRACES_URL)
   }
 
   let protocol: OtlpProtocol = 'http/protobuf'
