@@ -72,8 +72,15 @@ export class BoundedBatchProcessor implements SpanProcessor {
     if (this.closed) return
     this.closed = true
     this.clearTimer()
+    const deadline = Date.now() + timeoutMillis
     await this.forceFlush(timeoutMillis)
-    await this.options.exporter.shutdown().catch(() => {})
+    // The exporter's shutdown waits for its requests in flight: never past the deadline.
+    let timer: NodeJS.Timeout | undefined
+    await Promise.race([
+      this.options.exporter.shutdown().catch(() => {}),
+      new Promise<void>((resolve) => { timer = setTimeout(resolve, Math.max(0, deadline - Date.now())) }),
+    ])
+    clearTimeout(timer)
   }
 
   private schedule (): void {
