@@ -111,8 +111,11 @@ export function createAgentService (ports: AgentPorts) {
       maxTokens,
       temperature: spec.temperature ?? settings.temperature,
       // Tools are checked against the registry as it is now (MCP tools come and go): unknown names are a 422.
-      tools: [...(spec.tools === 'all' ? ports.tools.names() : ports.tools.requireKnown(spec.tools))],
-      maxIterations: settings.maxIterations,
+      tools: spec.clientTools !== undefined ? [] : [...(spec.tools === 'all' ? ports.tools.names() : ports.tools.requireKnown(spec.tools))],
+      ...(spec.clientTools === undefined ? {} : { clientTools: spec.clientTools }),
+      ...(spec.toolChoice === undefined ? {} : { toolChoice: spec.toolChoice }),
+      // Gateway mode makes one model call: its tool calls go back to the client.
+      maxIterations: spec.clientTools === undefined ? settings.maxIterations : 1,
       maxToolCallsPerTurn: settings.maxToolCallsPerTurn,
     }, history.length === 0 ? [...spec.messages] : [...history, ...spec.messages])
     const observer = ports.hooks().runStart({
@@ -123,7 +126,7 @@ export function createAgentService (ports: AgentPorts) {
       model,
       maxTokens,
       conversationId: spec.memory?.id ?? spec.conversationId,
-      gateway: false,
+      gateway: spec.clientTools !== undefined,
       parent: context.parent,
     })
     return { spec, state, owner, conversationId, observer }
