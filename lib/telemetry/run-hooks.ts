@@ -95,7 +95,7 @@ function chatHooks (options: TracingHooksOptions, run: RunInfo, state: RunState,
       const callStarted = Date.now()
       let attempts = 0
 
-      const finish = (span: Span, end: AttemptEnd | ModelCallEnd) => {
+      const finish = (span: Span, end: AttemptEnd | ModelCallEnd, endTime?: number) => {
         const { answer, usage } = end
         if (answer !== undefined) {
           if (answer.id !== undefined) span.setAttribute('gen_ai.response.id', answer.id)
@@ -115,7 +115,7 @@ function chatHooks (options: TracingHooksOptions, run: RunInfo, state: RunState,
           failed(span, errorType)
           state.failedCallType = errorType
         }
-        span.end()
+        span.end(endTime)
       }
 
       const startAttempt = (n: number, startTime?: number): Span => {
@@ -127,15 +127,44 @@ function chatHooks (options: TracingHooksOptions, run: RunInfo, state: RunState,
         }, state.context)
       }
 
+      // An ended attempt waits (with its own end time) for the next attempt or the call's end: the last one
+      // takes what only the call knows (the answer's content, the usage of a cut stream) when it lacks it.
+      let held: { span: Span, end: AttemptEnd, endTime: number } | undefined
+      let callEnded = false
+      const settle = (call?: ModelCallEnd) => {
+        if (held === undefined) return
+        const { span, end, endTime } = held
+        held = undefined
+        if (call === undefined) {
+          finish(span, end, endTime)
+          return
+        }
+        const answer = end.answer === undefined || call.answer === undefined
+          ? end.answer ?? (end.outcome === 'ok' ? call.answer : undefined)
+          : { ...end.answer, content: end.answer.content ?? call.answer.content }
+        finish(span, { ...end, answer, usage: end.usage ?? call.usage }, endTime)
+      }
+
       return {
         attempt (n): AttemptObserver {
+          settle()
           const span = startAttempt(n)
-          return { headers: traceHeaders(propagator, span), end: (result) => { finish(span, result) } }
+          return {
+            headers: traceHeaders(propagator, span),
+            end: (result) => {
+              if (callEnded) finish(span, result)
+              else held = { span, end: result, endTime: Date.now() }
+            },
+          }
         },
         end (result) {
+          callEnded = true
           // A provider that reports no attempts (offline) still gets its one chat span, over the whole call.
           if (attempts === 0) finish(startAttempt(0, callStarted), result)
-          else if (result.outcome !== 'ok') state.failedCallType = result.outcome === 'aborted' ? 'cancelled' : (state.failedCallType ?? attemptErrorType(result.error))
+          else settle(result)
+          if (result.outcome === 'ok') state.failedCallType = undefined
+          else if (result.outcome === 'aborted') state.failedCallType = 'cancelled'
+          else state.failedCallType ??= attemptErrorType(result.error)
         },
       }
     },
