@@ -14,6 +14,6 @@ export default fp<TracingPluginOptions>(async (app, options) => {
   const { config, warnings } = loadTracingSettings(env)
   for (const warning of warnings) app.log.warn(warning)
   if (config === undefined) return
-  const { installTracing } = await import('../lib/telemetry/fastify.js')
+  const { installTracing } = await import('./tracing-on.js')
   await installTracing(app, config)
 }, { name: 'tracing', dependencies: ['lifecycle', 'metrics', 'run-hooks'], fastify: '5.x' })

@@ -126,3 +126,16 @@ test('tracing off: no spans, no trace fields, no traceparent continued, no dropp
   const res = await app.inject({ method: 'GET', url: '/metrics' })
   t.notMatch(res.body, /agent_otel_spans_dropped_total/)
 })
+
+test('a 401 and a 429 have server spans (they start when the request arrives)', async (t) => {
+  const { app, receiver } = await buildTracedApp(t, { API_KEYS: 'sk-trace-test', RATE_LIMIT_PER_MINUTE: '1' }, { extraRoutes })
+  const unauthorized = await app.inject({ method: 'GET', url: '/items/1' })
+  t.equal(unauthorized.statusCode, 401)
+  const headers = { authorization: 'Bearer sk-trace-test' }
+  await app.inject({ method: 'GET', url: '/items/2', headers })
+  const limited = await app.inject({ method: 'GET', url: '/items/3', headers })
+  t.equal(limited.statusCode, 429)
+  const spans = await collectSpans(app, receiver, (all) => all.length >= 3)
+  t.same(spans.map((span) => span.attributes['http.response.status_code']).sort(), [200, 401, 429])
+  t.notMatch(JSON.stringify(spans), /sk-trace-test/, 'no credential in any span')
+})

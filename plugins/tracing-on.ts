@@ -1,15 +1,15 @@
 // Tracing wired into the app (README "Traces"): the server span of each request, W3C trace context in, trace
 // fields on its log lines, the run hooks, the dropped-span counter, the export-failure warnings, the flush at close.
-// Imported only when tracing is on (plugins/tracing.ts).
+// Imported only when tracing is on (plugins/tracing.ts): it loads the trace SDK.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Counter } from 'prom-client'
 import {
   ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, defaultTextMapGetter, trace, type Attributes, type Span,
 } from '@opentelemetry/api'
-import type { TracingConfig } from './config.js'
-import { createTracingSdk, type TracingSdk } from './sdk.js'
-import { createTracingRunHooks, type McpServerInfo } from './run-hooks.js'
-import type { DropReason } from './batch-processor.js'
+import type { TracingConfig } from '../lib/telemetry/config.js'
+import { createTracingSdk, type TracingSdk } from '../lib/telemetry/sdk.js'
+import { createTracingRunHooks, type McpServerInfo } from '../lib/telemetry/run-hooks.js'
+import type { DropReason } from '../lib/telemetry/batch-processor.js'
 
 /** Probes and scrapes make no spans, whatever `traceparent` they carry. */
 const UNTRACED_PATHS: ReadonlySet<string> = new Set(['/health', '/api/v1/health', '/ready', '/metrics'])
