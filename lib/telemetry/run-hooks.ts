@@ -54,15 +54,23 @@ function totalTokens (usage: Usage): { input: number, output: number } {
   return { input: usage.input_tokens, output: usage.output_tokens }
 }
 
+/** `server.address` / `server.port` of each provider base URL, parsed once (a few URLs per process). */
+const servers = new Map<string, Attributes>()
+
 function serverOf (baseURL: string | undefined): Attributes {
   if (baseURL === undefined) return {}
-  try {
-    const url = new URL(baseURL)
-    const port = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port)
-    return { 'server.address': url.hostname.replace(/^\[|\]$/g, ''), 'server.port': port }
-  } catch {
-    return {}
+  let attributes = servers.get(baseURL)
+  if (attributes === undefined) {
+    try {
+      const url = new URL(baseURL)
+      const port = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port)
+      attributes = { 'server.address': url.hostname.replace(/^\[|\]$/g, ''), 'server.port': port }
+    } catch {
+      attributes = {}
+    }
+    if (servers.size < 1000) servers.set(baseURL, attributes)
   }
+  return attributes
 }
 
 /** What one run's spans share: the agent span's context, and the error type of the call that failed last. */
