@@ -134,3 +134,14 @@ test('a run stopped by MAX_ITERATIONS: the agent span fails with max_iterations;
   const server = spans.find((span) => span.spanId === agents[1]?.parentSpanId)
   t.equal(server?.attributes['error.type'], '502', 'the 502 answer fails the server span')
 })
+
+test('/chat: the session id (generated here) is the agent span\'s conversation id', async (t) => {
+  const { app, fake, receiver } = await tracedFakeApp(t)
+  fake.enqueue({ kind: 'text', text: 'Hi.' })
+  const res = await app.inject({ method: 'POST', url: '/chat', payload: { message: 'hello' } })
+  t.equal(res.statusCode, 200, res.body)
+  const sessionId = res.json<{ session_id: string }>().session_id
+  const spans = await collectSpans(app, receiver, (all) => all.length >= 3)
+  t.equal(only(spans, 'invoke_agent agent-chat').attributes['gen_ai.conversation.id'], sessionId)
+  t.ok(named(spans, 'POST /chat').length === 1, 'the unversioned layout\'s route pattern')
+})
