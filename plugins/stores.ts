@@ -8,7 +8,8 @@ import {
 import type { ConversationLog, RateLimitStore, SessionStore } from '../lib/stores/types.js'
 import type { StreamLog } from '../lib/stores/stream-log.js'
 import { createMemoryStreamLog } from '../lib/stores/memory-stream-log.js'
-import { createRedisStreamLog, streamLogConnections } from '../lib/stores/redis-stream-log.js'
+import { streamLogConnections } from '../lib/stores/redis-stream-log/connections.js'
+import { createRedisStreamLog } from '../lib/stores/redis-stream-log/log.js'
 import { createMemoryChatStreamIndex, createRedisChatStreamIndex, type ChatStreamIndex } from '../lib/stores/chat-streams.js'
 
 export interface Stores {

@@ -1,7 +1,6 @@
 // Tools plugin: one registry of the built-in tools and every MCP server's tools (MCP_CONFIG_FILE), the knowledge base.
 import fp from 'fastify-plugin'
-import { BUILT_IN_DOCUMENTS, createKnowledgeBase, loadKnowledgeBaseFile, type KnowledgeBase } from '../lib/tools/knowledge-base.js'
-import { loadMcpConfig } from '../lib/tools/mcp/config.js'
+import { BUILT_IN_DOCUMENTS, createKnowledgeBase, type KnowledgeBase } from '../lib/tools/knowledge-base.js'
 import { createMcpServers, type McpServers } from '../lib/tools/mcp/servers.js'
 import { createToolRegistry, type ToolRegistry } from '../lib/tools/registry.js'
 
@@ -16,14 +15,13 @@ declare module 'fastify' {
 
 export default fp(async (app) => {
   const config = app.config
-  const file = config.KNOWLEDGE_BASE_FILE
-  const knowledgeBase = createKnowledgeBase(file ? loadKnowledgeBaseFile(file) : BUILT_IN_DOCUMENTS)
+  // KNOWLEDGE_BASE_FILE and MCP_CONFIG_FILE were read and checked with the config (lib/config/).
+  const knowledgeBase = createKnowledgeBase(config.knowledgeDocuments ?? BUILT_IN_DOCUMENTS)
   const registry = createToolRegistry(knowledgeBase, { maxResultChars: config.TOOL_RESULT_MAX_CHARS })
   app.decorate('knowledgeBase', knowledgeBase)
   app.decorate('tools', registry)
 
-  // A bad file stops startup here (ConfigError, one line naming the server).
-  const servers = config.MCP_CONFIG_FILE ? loadMcpConfig(config.MCP_CONFIG_FILE) : new Map()
+  const servers = config.mcpServers
   const { mcpServerUp } = app.metrics
   const mcp = createMcpServers(servers, {
     registry,

@@ -9,9 +9,8 @@ const Seconds = (def: number, description: string) =>
 export const DEFAULT_MODELS = 'claude-sonnet-5-5,claude-opus-5-5,claude-haiku-5-5'
 
 export const EnvSchema = Type.Object({
-  LLM_PROVIDER: Type.Optional(Type.Union([Type.Literal('anthropic'), Type.Literal('openai'), Type.Literal('offline')], {
-    description: 'Model provider; default anthropic when LLM_API_KEY is set, else offline',
-  })),
+  // The kinds are the provider registry's (lib/llm/providers/registry.ts), checked when the config is resolved.
+  LLM_PROVIDER: Type.Optional(Type.String({ description: 'Model provider kind; default anthropic when LLM_API_KEY is set, else offline' })),
   LLM_API_KEY: Type.Optional(Type.String({ description: 'API key of LLM_PROVIDER' })),
   LLM_BASE_URL: Type.Optional(Type.String({ description: 'Base URL of LLM_PROVIDER (an OpenAI-compatible server: http://localhost:11434/v1)' })),
   ANTHROPIC_API_KEY: Type.Optional(Type.String({ description: 'Anthropic API key (anthropic: models when LLM_PROVIDER is another)' })),

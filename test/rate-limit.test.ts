@@ -13,7 +13,7 @@ import configPlugin from '../plugins/config.js'
 import metricsPlugin from '../plugins/metrics.js'
 import lifecyclePlugin from '../plugins/lifecycle.js'
 import authPlugin from '../plugins/auth.js'
-import { loadConfig } from '../lib/config.js'
+import { loadConfig } from '../lib/config/config.js'
 import { TEST_ENV } from './helpers/app.js'
 
 const KEY_1 = 'sk-rate-key-one'

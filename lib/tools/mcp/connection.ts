@@ -5,7 +5,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js'
 import { ErrorCode, McpError, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js'
 import type { Tool, ToolResult } from '../registry.js'
-import type { McpServerConfig } from './config.js'
+import type { McpServerConfig } from '../../config/mcp-file.js'
 import { mcpInputSchema, mcpResultText, mcpToolName } from './mapping.js'
 
 /** `connecting` (first attempt or a retry under way), `up`, or `down` (waiting to retry). */
