@@ -52,7 +52,7 @@ function answered (message: ModelResponse): ModelCallEnd {
     outcome: 'ok',
     usage: message.usage,
     usageSource: message.usageEstimated === true ? 'estimated' : 'provider',
-    answer: { id: message.requestId, model: message.model, finishReason: message.stopReason, content: message.content },
+    answer: { id: message.id, model: message.model, finishReason: message.providerStopReason ?? message.stopReason, content: message.content },
   }
 }
 

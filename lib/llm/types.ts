@@ -77,6 +77,10 @@ export interface ModelResponse {
   usageEstimated?: boolean
   /** Upstream request id, when there is one. */
   requestId?: string
+  /** The provider's message or completion id (`msg_…`, `chatcmpl-…`), when it sent one. */
+  id?: string
+  /** The stop reason exactly as the provider sent it (`stop`, `tool_calls`, ...), when it differs from `stopReason`. */
+  providerStopReason?: string
 }
 
 /** What a streamed model call yields: text as it comes, then the whole message once. */

@@ -145,3 +145,36 @@ test('/chat: the session id (generated here) is the agent span\'s conversation i
   t.equal(only(spans, 'invoke_agent agent-chat').attributes['gen_ai.conversation.id'], sessionId)
   t.ok(named(spans, 'POST /chat').length === 1, 'the unversioned layout\'s route pattern')
 })
+
+test('retries: a chat span per attempt (529 then 200), each upstream request carrying its own span as traceparent', async (t) => {
+  const { app, fake, receiver } = await tracedFakeApp(t)
+  const base = await listen(t, app)
+  fake.enqueue({ kind: 'error', status: 529 }, { kind: 'text', text: 'Finally.', usage: { input_tokens: 9, output_tokens: 2 } })
+  const incoming = '00-5af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01'
+  const res = await postJson(base + '/api/v1/chat/stream', { messages: [user('hi')] }, { headers: { 'content-type': 'application/json', traceparent: incoming } })
+  await res.text()
+  const spans = await collectSpans(app, receiver, (all) => all.length >= 4)
+  const agent = only(spans, 'invoke_agent agent-chat')
+  const chats = byStart(named(spans, 'chat claude-sonnet-5-5'))
+  t.equal(chats.length, 2)
+  t.equal(chats[0]?.attributes['error.type'], '529')
+  t.equal(chats[0]?.status.code, STATUS.ERROR)
+  t.notOk(chats[0] !== undefined && 'http.request.resend_count' in chats[0].attributes)
+  t.equal(chats[1]?.attributes['http.request.resend_count'], 1)
+  t.equal(chats[1]?.status.code, STATUS.UNSET)
+  t.match(chats[1]?.attributes['gen_ai.response.id'], /^msg_/)
+  t.equal(chats[1]?.attributes['gen_ai.usage.output_tokens'], 2)
+  t.ok(chats.every((chat) => chat.parentSpanId === agent.spanId))
+  t.equal(agent.status.code, STATUS.UNSET, 'a retried call that answered fails nothing')
+  t.same(fake.requests.map((request) => request.headers['traceparent']), chats.map((chat) => `00-${chat.traceId}-${chat.spanId}-01`),
+    'each attempt\'s own chat span, never the client\'s traceparent')
+})
+
+test('tracing off: upstream requests carry no traceparent, a client\'s is not passed on', async (t) => {
+  const { app, fake } = await buildFakeApp(t)
+  const base = await listen(t, app)
+  fake.enqueue({ kind: 'text', text: 'Hi.' })
+  const res = await postJson(base + '/api/v1/chat/stream', { messages: [user('hi')] }, { headers: { 'content-type': 'application/json', traceparent: '00-5af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' } })
+  await res.text()
+  t.equal(fake.requests[0]?.headers['traceparent'], undefined)
+})
