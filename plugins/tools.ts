@@ -27,15 +27,17 @@ export default fp(async (app) => {
     registry,
     log: app.log.child({ component: 'mcp' }),
     callTimeoutMs: config.MCP_TOOL_TIMEOUT_SECONDS * 1000,
+    maxConcurrentCalls: config.MCP_MAX_CONCURRENT_CALLS,
     onState: (server, state) => { mcpServerUp.set({ server }, state === 'up' ? 1 : 0) },
   })
   app.decorate('mcp', mcp)
   for (const server of servers.keys()) {
     mcpServerUp.set({ server }, 0)
-    // Reported by /ready, never failing it: the service works without any one MCP server.
+    // Reported by /ready, never failing it: the service works without any one MCP server. The state only: a reason
+    // (a child's stderr, a remote's error body) may hold secrets, and goes to the log instead.
     app.lifecycle.addStatus(`mcp:${server}`, () => {
-      const status = mcp.statuses()[server]
-      return status === undefined || status.state === 'up' ? 'ok' : `${status.state}: ${status.reason ?? 'unknown'}`
+      const state = mcp.statuses()[server]?.state
+      return state === undefined || state === 'up' ? 'ok' : state
     })
   }
   app.addHook('onClose', async () => { await mcp.close() })

@@ -60,6 +60,8 @@ export const EnvSchema = Type.Object({
   STREAM_RESUME_TTL_SECONDS: Int(600, 1, 'How long a resumable stream stays replayable after it ends'),
   MCP_CONFIG_FILE: Type.Optional(Type.String({ description: 'MCP servers whose tools the agent may use ({"mcpServers": {...}})' })),
   MCP_TOOL_TIMEOUT_SECONDS: Seconds(30, 'Per MCP tool call timeout'),
+  MAX_DETACHED_RUNS_PER_IDENTITY: Int(8, 0, 'Runs of one identity that may go on without a client; a run left beyond that is cancelled', 100_000),
+  MCP_MAX_CONCURRENT_CALLS: Int(8, 1, 'Calls at once per MCP server; the rest wait (their timeout counts from their start)', 10_000),
   TOOL_RESULT_MAX_CHARS: Int(20_000, 100, 'A longer tool result is cut (and says so) before it reaches the model'),
   MAX_TOOL_CALLS_PER_TURN: Int(32, 1, 'Tool calls of one model turn that run; the rest get an error result', 10_000),
   PLAYGROUND: Type.Boolean({ default: true, description: 'Serve the chat page at /playground' }),
