@@ -117,10 +117,8 @@ export async function installTracing (app: FastifyInstance, config: TracingConfi
   })
   app.lifecycle.onResponseClosed(endServerSpan)
 
-  const mcpServer = (server: string): McpServerInfo | undefined => {
-    const mcp = (app as { mcp?: { describe?: (name: string) => McpServerInfo | undefined } }).mcp
-    return mcp?.describe?.(server)
-  }
+  // The tools plugin registers after this one: its MCP servers are looked up when a tool runs.
+  const mcpServer = (server: string): McpServerInfo | undefined => (app.hasDecorator('mcp') ? app.mcp.endpoint(server) : undefined)
   app.runHooks.add(createTracingRunHooks({
     tracer: sdk.tracer,
     propagator: sdk.propagator,
