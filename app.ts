@@ -18,6 +18,7 @@ import agentPlugin from './plugins/agent.js'
 import type { LLMProvider } from './lib/llm/types.js'
 import metricsPlugin from './plugins/metrics.js'
 import runHooksPlugin from './plugins/run-hooks.js'
+import tracingPlugin from './plugins/tracing.js'
 import authPlugin from './plugins/auth.js'
 import rateLimitPlugin from './plugins/rate-limit.js'
 import { unversionedErrors } from './lib/dialects/session/errors.js'
@@ -134,6 +135,8 @@ export async function buildApp (options: BuildAppOptions = {}) {
   // docs routes come after all of them (they are marked open).
   await app.register(runHooksPlugin)
   await app.register(metricsPlugin)
+  // Right after metrics: a request's server span starts before CORS, auth or the rate limit can answer it.
+  await app.register(tracingPlugin, { env: options.env })
   await app.register(corsPlugin)
   await app.register(storesPlugin, { overrides: options.stores })
   await app.register(authPlugin)

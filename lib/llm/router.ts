@@ -53,7 +53,7 @@ function answered (message: ModelResponse): ModelCallEnd {
     outcome: 'ok',
     usage: message.usage,
     usageSource: message.usageEstimated === true ? 'estimated' : 'provider',
-    answer: { id: message.requestId, model: message.model, finishReason: message.stopReason },
+    answer: { id: message.id, model: message.model, finishReason: message.providerStopReason ?? message.stopReason, content: message.content },
   }
 }
 
@@ -188,13 +188,14 @@ export function createModelRouter (options: ModelRouterOptions): ModelRouter {
   }
 
   /** Tells the request's hooks that `model` (chain position `index`) is about to be called; they may refuse it. */
-  const observe = async (request: ModelRequest, model: RouterModel, index: number): Promise<ModelCallObserver | undefined> =>
+  const observe = async (request: ModelRequest, model: RouterModel, index: number, stream: boolean): Promise<ModelCallObserver | undefined> =>
     await request.hooks?.start({
       name: model.name,
       upstream: model.upstream,
       provider: model.kind ?? model.provider.name,
       baseURL: model.baseURL,
       chainIndex: index,
+      stream,
     }, request)
 
   return {
@@ -206,7 +207,7 @@ export function createModelRouter (options: ModelRouterOptions): ModelRouter {
       const chain = start(request)
       for (let i = 0; ; i++) {
         const model = chain[i] as RouterModel
-        const observer = await observe(request, model, i)
+        const observer = await observe(request, model, i, false)
         try {
           const message = report(await slotted(model.provider).complete({ ...request, model: model.upstream, observer }), model)
           await observer?.end(answered(message))
@@ -222,7 +223,7 @@ export function createModelRouter (options: ModelRouterOptions): ModelRouter {
       const chain = start(request)
       for (let i = 0; ; i++) {
         const model = chain[i] as RouterModel
-        const observer = await observe(request, model, i)
+        const observer = await observe(request, model, i, true)
         let output = false
         let ended = false
         // What a cut call used: the provider's counts so far, else an estimate of what it wrote.

@@ -40,6 +40,10 @@ export interface ModelResponse {
   usageEstimated?: boolean
   /** Upstream request id, when there is one. */
   requestId?: string
+  /** The provider's message or completion id (`msg_…`, `chatcmpl-…`), when it sent one. */
+  id?: string
+  /** The stop reason exactly as the provider sent it (`stop`, `tool_calls`, ...), when it differs from `stopReason`. */
+  providerStopReason?: string
 }
 
 /** What a streamed model call yields: text as it comes, then the whole message once. */
@@ -71,6 +75,8 @@ export interface ModelTarget {
   baseURL?: string | undefined
   /** 0 for the requested model, 1 for its first fallback, ... */
   chainIndex: number
+  /** The call streams (`stream`), rather than answering at once (`complete`). */
+  stream?: boolean | undefined
 }
 
 /** What the provider answered, when it answered. */
@@ -81,6 +87,8 @@ export interface ModelAnswer {
   model: string
   /** The provider's own stop reason as sent (`end_turn`, `tool_use`, `stop`, `tool_calls`, ...). */
   finishReason: string | null
+  /** The answer's content (traces copy it only when content capture is on). */
+  content?: ReadonlyArray<TextBlock | ToolUseBlock> | undefined
 }
 
 /** The end of one model of a call. */

@@ -9,8 +9,14 @@ export interface ToolResult {
   errorType?: string
 }
 
-/** Options of one tool run: aborting `signal` (client gone, run cancelled) cancels the call. */
-export interface ToolRunOptions { signal?: AbortSignal | undefined }
+/**
+ * Options of one tool run: aborting `signal` (client gone, run cancelled) cancels the call; `meta` goes with a
+ * remote call (an MCP `tools/call`'s `params._meta`: the tool span's `traceparent`).
+ */
+export interface ToolRunOptions {
+  signal?: AbortSignal | undefined
+  meta?: Readonly<Record<string, string>> | undefined
+}
 
 /** One tool: its spec for the model, where it comes from, and how to run it on model-supplied input. */
 export interface Tool {

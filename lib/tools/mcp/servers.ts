@@ -34,6 +34,10 @@ export function createMcpServers (configs: ReadonlyMap<string, McpServerConfig>,
       await Promise.all(connections.map(async (connection) => { await connection.start() }))
     },
     /** Each server's state, with the reason when it is not up. */
+    /** How server `name` is reached (transport, address, session id), for tool spans; undefined for an unknown name. */
+    endpoint (name: string): McpConnection['endpoint'] | undefined {
+      return connections.find((connection) => connection.name === name)?.endpoint
+    },
     statuses (): Record<string, { state: McpServerState, reason?: string }> {
       return Object.fromEntries(connections.map((connection) => [connection.name, connection.status]))
     },

@@ -47,12 +47,15 @@ export function toResponse (message: Anthropic.Message, requestId: string | null
     usage: { input_tokens: message.usage.input_tokens, output_tokens: message.usage.output_tokens },
   }
   if (typeof requestId === 'string') response.requestId = requestId
+  response.id = message.id
   return response
 }
 
 /** Assembles a streamed message from raw events; turns each event into what the provider yields. */
 export class StreamAssembler implements StreamDecoder<Anthropic.RawMessageStreamEvent> {
   model: string
+  /** The message id of `message_start`. */
+  id: string | undefined
   stopReason: StopReason | null = null
   readonly usage: Usage = { input_tokens: 0, output_tokens: 0 }
   readonly #blocks = new Map<number, { type: 'text', text: string } | { type: 'tool_use', id: string, name: string, json: string }>()
@@ -73,6 +76,7 @@ export class StreamAssembler implements StreamDecoder<Anthropic.RawMessageStream
     switch (event.type) {
       case 'message_start':
         this.model = event.message.model
+        this.id = event.message.id
         this.usage.input_tokens = event.message.usage.input_tokens
         this.usage.output_tokens = event.message.usage.output_tokens
         this.#onUsage?.({ ...this.usage })
@@ -123,6 +127,7 @@ export class StreamAssembler implements StreamDecoder<Anthropic.RawMessageStream
     }
     const response: ModelResponse = { model: this.model, content, stopReason: this.stopReason, usage: { ...this.usage } }
     if (typeof requestId === 'string') response.requestId = requestId
+    if (this.id !== undefined) response.id = this.id
     return response
   }
 }

@@ -127,6 +127,8 @@ export function toResponse (completion: ChatCompletion, model: string, requestId
     usage: usageOf(completion.usage),
   }
   if (typeof requestId === 'string') response.requestId = requestId
+  if (typeof completion.id === 'string' && completion.id !== '') response.id = completion.id
+  if (typeof choice.finish_reason === 'string') response.providerStopReason = choice.finish_reason
   return response
 }
 
@@ -137,6 +139,8 @@ export class ChunkAssembler implements StreamDecoder<SseEvent> {
   usage: Usage = { input_tokens: 0, output_tokens: 0 }
   text = ''
   readonly calls = new Map<number, { id?: string, name?: string, args: string }>()
+  /** The completion id the chunks carry. */
+  id: string | undefined
 
   constructor (model: string) {
     this.model = model
@@ -146,6 +150,7 @@ export class ChunkAssembler implements StreamDecoder<SseEvent> {
   apply (chunk: ChatCompletionChunk): string {
     const raw = chunk as unknown as Record<string, unknown>
     if (typeof raw['model'] === 'string' && raw['model'] !== '') this.model = raw['model']
+    if (typeof raw['id'] === 'string' && raw['id'] !== '') this.id = raw['id']
     if (isRecord(raw['usage'])) this.usage = usageOf(raw['usage'])
     const choices = raw['choices']
     if (!Array.isArray(choices)) return ''
@@ -197,6 +202,8 @@ export class ChunkAssembler implements StreamDecoder<SseEvent> {
     for (const [index, call] of calls) content.push(toolUse(call, fallbackCallId(index)))
     const response: ModelResponse = { model: this.model, content, stopReason: stopReason(this.finish, calls.length > 0), usage: { ...this.usage } }
     if (typeof requestId === 'string') response.requestId = requestId
+    if (this.id !== undefined) response.id = this.id
+    if (this.finish !== null) response.providerStopReason = this.finish
     return response
   }
 }
