@@ -20,6 +20,7 @@ import metricsPlugin from './plugins/metrics.js'
 import runHooksPlugin from './plugins/run-hooks.js'
 import authPlugin from './plugins/auth.js'
 import rateLimitPlugin from './plugins/rate-limit.js'
+import budgetsPlugin from './plugins/budgets.js'
 import { createErrorHandler } from './lib/http/errors.js'
 import { arrayLengthGuard, maxTotalCharsKeyword } from './lib/validation.js'
 import { BODY_LIMIT_BYTES } from './schemas/chat.js'
@@ -137,6 +138,7 @@ export async function buildApp (options: BuildAppOptions = {}) {
   await app.register(storesPlugin, { overrides: options.stores })
   await app.register(authPlugin)
   await app.register(rateLimitPlugin)
+  await app.register(budgetsPlugin)
   await app.register(docsPlugin)
   await app.register(toolsPlugin)
   await app.register(llmPlugin, options.provider ? { provider: options.provider } : {})

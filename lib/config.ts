@@ -4,6 +4,7 @@ import { isIP } from 'node:net'
 import { EnvSchema, type Env } from '../schemas/config.js'
 import { ConfigError } from './errors.js'
 import { resolveModels } from './models.js'
+import { resolveBudgetSettings } from './budgets/settings.js'
 import { checkRedisSettings } from './stores/redis-url.js'
 
 export { ConfigError }
@@ -122,6 +123,8 @@ export function resolveConfig (env: Env, vars: Record<string, string | undefined
     models,
     modelRoutes,
     apiKeys: splitList(env.API_KEYS),
+    // Prices, API_KEYS_FILE and the BUDGET_* defaults (lib/budgets/settings.ts).
+    ...resolveBudgetSettings(env, modelRoutes, models, vars),
     corsOrigins,
     corsAnyOrigin: corsOrigins.includes('*'),
     /** Fastify's `trustProxy` from TRUST_PROXY. */

@@ -6,6 +6,7 @@ import Value from 'typebox/value'
 import { DEFAULT_MODELS, type Env } from '../schemas/config.js'
 import { ModelsFile, PROVIDERS, type ModelsFileBody, type ProviderKind } from '../schemas/models.js'
 import { ConfigError } from './errors.js'
+import { parseFilePrice, type ModelPrice } from './budgets/prices.js'
 
 /** Where one client-visible model name goes. */
 export interface ModelRoute {
@@ -20,6 +21,8 @@ export interface ModelRoute {
   fallbacks: string[]
   /** Default max output tokens when a request names none (MODELS_FILE `max_tokens`). */
   maxTokens?: number
+  /** MODELS_FILE `price`. */
+  price?: ModelPrice
 }
 
 /** The resolved table: routes in order, the default model first among the allowed names. */
@@ -139,6 +142,7 @@ function fromFile (path: string, env: Env, vars: Record<string, string | undefin
       route.apiKey = endpoint.apiKey
     }
     if (entry.max_tokens !== undefined) route.maxTokens = entry.max_tokens
+    if (entry.price !== undefined) route.price = parseFilePrice(entry.price, where)
     if (entry.provider !== 'offline') {
       checkRoute(route, where, entry.api_key_env ?? `api_key_env or ${endpoint?.keyVar ?? ''}`,
         entry.base_url !== undefined ? 'base_url' : endpoint?.urlVar ?? 'base_url', false)

@@ -8,7 +8,8 @@ export default fp(async (app) => {
     origin: corsAnyOrigin ? '*' : corsOrigins,
     credentials: !corsAnyOrigin,
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
-    exposedHeaders: ['X-Request-Id', 'Retry-After', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'],
+    exposedHeaders: ['X-Request-Id', 'Retry-After', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset',
+      'x-ratelimit-limit-tokens', 'x-ratelimit-remaining-tokens', 'x-ratelimit-reset-tokens'],
     maxAge: 600,
   })
 }, { name: 'cors', dependencies: ['config'], fastify: '5.x' })
