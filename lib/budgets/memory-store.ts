@@ -4,7 +4,7 @@ import {
   type ReserveResult, type Settlement, type WindowState,
 } from './store.js'
 
-interface Charge { callId: string, at: number, tokens: number }
+interface Charge { callId: string, at: number, tokens: number, settled: boolean }
 
 interface Period extends PeriodSpend {
   /** Reservations in flight by call id. */
@@ -133,7 +133,7 @@ export function createMemoryBudgetStore (options: MemoryBudgetStoreOptions = {})
         }
       }
       if (window !== undefined) {
-        identity.charges.push({ callId: request.callId, at: time, tokens: request.tokens })
+        identity.charges.push({ callId: request.callId, at: time, tokens: request.tokens, settled: false })
         window.used += request.tokens
         window.resetMs = windowMs
       }
@@ -162,18 +162,30 @@ export function createMemoryBudgetStore (options: MemoryBudgetStoreOptions = {})
       const identity = identityOf(reservation.tag)
       const day = periodOf(identity.days, reservation.day)
       const month = periodOf(identity.months, reservation.month)
-      for (const period of [day, month]) {
+      // A settlement counts once: a second one of the same reservation finds nothing left to replace.
+      let first = true
+      for (const [period, reservedNano] of [[day, reservation.dayNano], [month, reservation.monthNano]] as const) {
+        if (reservedNano === null) continue
         const reserved = period.reservations.get(reservation.callId)
-        if (reserved === undefined) continue
+        if (reserved === undefined) {
+          first = false
+          continue
+        }
         period.reservations.delete(reservation.callId)
         period.reservedNano -= reserved
       }
-      addSpend(day, settlement)
-      addSpend(month, settlement)
+      const charge = reservation.tokens === null ? undefined : identity.charges.find((entry) => entry.callId === reservation.callId)
+      if (charge !== undefined) {
+        if (charge.settled) first = false
+        // The call stays in the window from its reservation, at its real size.
+        charge.tokens = usage.input_tokens + usage.output_tokens
+        charge.settled = true
+      }
+      if (first) {
+        addSpend(day, settlement)
+        addSpend(month, settlement)
+      }
       if (reservation.tokens === null) return {}
-      // The call stays in the window from its reservation, at its real size.
-      const charge = identity.charges.find((entry) => entry.callId === reservation.callId)
-      if (charge !== undefined) charge.tokens = usage.input_tokens + usage.output_tokens
       const { used, resetMs } = slide(identity, 0, now())
       return { window: { used, resetMs } }
     },

@@ -136,6 +136,8 @@ if tonumber(ARGV[2]) >= 0 then
   end
   local entries
   entries, used, reset = slide(KEYS[1], now_ms(), window)
+  -- ZREM of the last member deleted the key, and its expiry with it.
+  if reset > 0 then redis.call('PEXPIRE', KEYS[1], math.ceil(reset)) end
 end
 if first then
   local model = ARGV[7]
