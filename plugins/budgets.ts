@@ -10,7 +10,7 @@ import { usageReport, type UsageReport } from '../lib/budgets/report.js'
 import type { KeyBudgets } from '../lib/budgets/keys-file.js'
 import type { BudgetLimits } from '../lib/budgets/settings.js'
 import { periodsOf, type BudgetStore, type WindowState } from '../lib/budgets/store.js'
-import { closeRedisClient, createRedisClient, createRedisClusterClient, hashKey } from '../lib/stores/redis-client.js'
+import { closeRedisClient, createRedisClient, createRedisClusterClient, hashKey, waitForRedis } from '../lib/stores/redis-client.js'
 
 export interface Budgets {
   readonly store: BudgetStore
@@ -34,7 +34,7 @@ declare module 'fastify' {
 const MAX_REMEMBERED_WINDOWS = 10_000
 
 /** The store and what closes it (the store first: it writes kept settlements, then its connection). */
-function storeOf (app: FastifyInstance): { store: BudgetStore, close: () => Promise<void> } {
+async function storeOf (app: FastifyInstance): Promise<{ store: BudgetStore, close: () => Promise<void> }> {
   const config = app.config
   if (config.REDIS_URL === '') {
     const store = createMemoryBudgetStore()
@@ -44,6 +44,8 @@ function storeOf (app: FastifyInstance): { store: BudgetStore, close: () => Prom
   const redis = config.REDIS_CLUSTER
     ? createRedisClusterClient(config.REDIS_URL, clientOptions)
     : createRedisClient(config.REDIS_URL, clientOptions)
+  // Serve even when Redis is down at startup: the outage rules apply until it answers.
+  await waitForRedis(redis, 2000).catch(() => {})
   const store = withBudgetFallback(createRedisBudgetStore(redis, { prefix: config.REDIS_PREFIX }), createMemoryBudgetStore(), { logger: app.log })
   return {
     store,
@@ -56,7 +58,7 @@ function storeOf (app: FastifyInstance): { store: BudgetStore, close: () => Prom
 
 export default fp(async (app) => {
   const { config, metrics } = app
-  const { store, close } = storeOf(app)
+  const { store, close } = await storeOf(app)
   const defaults = config.budgetDefaults
   const pick = (own: number | null | undefined, fallback: number | null): number | null => own === undefined ? fallback : own
   const usdNano = (usd: number | null): number | null => usd === null ? null : nanoOfUsd(usd)

@@ -116,7 +116,8 @@ local first = true
 local function release(key, reserved)
   if tonumber(reserved) < 0 then return end
   if redis.call('HDEL', key, 'res|' .. id) == 1 then
-    redis.call('HINCRBY', key, 'reserved', '-' .. reserved)
+    -- The amount goes as its own digits (Lua would print a large number in exponent form); '-0' is no integer to Redis.
+    if reserved ~= '0' then redis.call('HINCRBY', key, 'reserved', '-' .. reserved) end
   else
     first = false
   end

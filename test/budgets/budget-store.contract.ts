@@ -150,6 +150,13 @@ export function budgetStoreContract (t: Test, harness: BudgetStoreHarness): void
     t.same([empty.day.settledNano, empty.day.models.size, empty.window.used], [0, 0, 0])
   })
 
+  withStore('a free call under a USD budget reserves and settles 0', async (t, store) => {
+    const reservation = await reserved(t, store, request('a', 10, 0, { usdPerDayNano: 0, usdPerMonthNano: 5 }))
+    await store.settle({ reservation, model: 'free', usage: usageOf(1, 1), costNano: 0 })
+    const snapshot = await store.usage('a', DAY, MONTH)
+    t.same([snapshot.day.settledNano, snapshot.day.reservedNano, snapshot.month.reservedNano, snapshot.day.models.get('free')?.costNano], [0, 0, 0, 0])
+  })
+
   withStore('a settlement written twice counts once', async (t, store) => {
     const limits = { tokensPerMinute: 1000, usdPerDayNano: 1000 }
     const reservation = await reserved(t, store, request('a', 500, 500, limits))
