@@ -39,3 +39,10 @@ export function sessionStoreDown (error: unknown): never {
 export class ConfigError extends Error {
   override name = 'ConfigError'
 }
+
+/** The text a client may see for an error inside a stream, in any layout (no internals for unexpected errors). */
+export function publicErrorText (error: unknown): string {
+  if (error instanceof LLMServiceError) return `Model call failed: ${error.message}`
+  if (error instanceof AgentError || error instanceof HttpError) return error.message
+  return 'Internal server error'
+}

@@ -73,6 +73,7 @@ export function createUiMessageStream (options: UiMessageStreamOptions): StreamF
   }
 
   return {
+    name: 'ui',
     event (event: AgentEvent) {
       const out: string[] = []
       switch (event.type) {
@@ -106,7 +107,7 @@ export function createUiMessageStream (options: UiMessageStreamOptions): StreamF
       }
       return out.length > 0 ? out : null
     },
-    done (usage) {
+    done ({ usage }) {
       const out: string[] = []
       begin(out)
       endStep(out)

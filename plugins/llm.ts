@@ -3,8 +3,7 @@ import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import type { ModelRoute } from '../lib/models.js'
 import { createAnthropicProvider } from '../lib/llm/anthropic.js'
-import { withInstrumentation, type ModelCallRecorder } from '../lib/llm/instrumented.js'
-import { createLimiter, withLimiter, type Limiter } from '../lib/llm/limiter.js'
+import { createLimiter, type Limiter } from '../lib/llm/limiter.js'
 import { createOfflineProvider } from '../lib/llm/offline.js'
 import { createModelRouter, type RouterModel } from '../lib/llm/router.js'
 import type { LLMProvider } from '../lib/llm/types.js'
@@ -28,7 +27,7 @@ export interface LLMPluginOptions {
 }
 
 /** One provider per endpoint (kind, URL, key), shared by the models that use it; the router over them all. */
-async function createRoutedProvider (app: FastifyInstance): Promise<LLMProvider> {
+async function createRoutedProvider (app: FastifyInstance, limiter: Limiter): Promise<LLMProvider> {
   const config = app.config
   // The openai SDK is loaded only when a model uses it (it adds to every startup otherwise).
   const openai = config.modelRoutes.some((route) => route.provider === 'openai') ? await import('../lib/llm/openai.js') : undefined
@@ -73,6 +72,8 @@ async function createRoutedProvider (app: FastifyInstance): Promise<LLMProvider>
     provider: providerOf(route),
     fallbacks: route.fallbacks,
     reportsOwnName: route.provider === 'offline',
+    kind: route.provider,
+    baseURL: route.baseURL,
   }))
   const defaultRoute = config.modelRoutes.find((route) => route.name === config.defaultModel)
   const { llmFallbacks } = app.metrics
@@ -80,6 +81,7 @@ async function createRoutedProvider (app: FastifyInstance): Promise<LLMProvider>
     models,
     defaultProvider: defaultRoute === undefined ? createOfflineProvider() : providerOf(defaultRoute),
     cooldownSeconds: config.MODEL_COOLDOWN_SECONDS,
+    limiter,
     onFallback: ({ from, to, reason }) => {
       llmFallbacks.inc({ from, to })
       if (reason === 'cooldown') app.log.info({ from, to, reason }, `model ${from} is cooling down after a failure; ${to} answers`)
@@ -90,17 +92,14 @@ async function createRoutedProvider (app: FastifyInstance): Promise<LLMProvider>
 
 export default fp<LLMPluginOptions>(async (app, options) => {
   const config = app.config
-  const base = options.provider ?? await createRoutedProvider(app)
-  const { llmRequestDuration, llmTimeToFirstToken } = app.metrics
-  const recorder: ModelCallRecorder = {
-    call: (model, outcome, seconds) => llmRequestDuration.observe({ model, outcome }, seconds),
-    firstToken: (model, seconds) => llmTimeToFirstToken.observe({ model }, seconds),
-  }
   const limiter = createLimiter({ maxConcurrent: config.MAX_CONCURRENT_REQUESTS, maxQueue: config.MAX_QUEUE })
+  // A provider given in place of the configured ones still goes through a router: hooks and the limiter per call.
+  const base = options.provider === undefined
+    ? await createRoutedProvider(app, limiter)
+    : createModelRouter({ models: [], defaultProvider: options.provider, cooldownSeconds: 0, limiter })
   const maxTokens = new Map(config.modelRoutes.flatMap((route) => (route.maxTokens === undefined ? [] : [[route.name, route.maxTokens] as const])))
   app.decorate('llm', {
-    // The limiter outside the measurement: queue time is not model-call time.
-    provider: withLimiter(withInstrumentation(base, recorder), limiter),
+    provider: base,
     limiter,
     defaultMaxTokens: (model: string) => maxTokens.get(model) ?? config.MAX_TOKENS,
   })

@@ -2,6 +2,7 @@
 import fp from 'fastify-plugin'
 import type { FastifyRequest } from 'fastify'
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import { createMetricsHooks } from '../lib/agent/metrics-hooks.js'
 import { finalStatus } from './lifecycle.js'
 
 /** The `endpoint` label of every request that matched no route: one value, so random URLs add no series. */
@@ -190,6 +191,7 @@ export default fp(async (app) => {
     onSourceError: (error) => { app.log.warn({ err: error }, 'active sessions source failed; gauge keeps its last value') },
   })
   app.decorate('metrics', metrics)
+  app.runHooks.add(createMetricsHooks(metrics))
 
   app.lifecycle.onResponseClosed((reply) => {
     const { request } = reply
@@ -199,4 +201,4 @@ export default fp(async (app) => {
   app.addHook('onClose', async () => {
     metrics.registry.clear()
   })
-}, { name: 'metrics', dependencies: ['lifecycle'], fastify: '5.x' })
+}, { name: 'metrics', dependencies: ['lifecycle', 'run-hooks'], fastify: '5.x' })

@@ -5,7 +5,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { HttpError } from '../lib/errors.js'
 import { openSseStream, type SseWriter } from '../lib/http/sse.js'
 import type { StreamEntry, StreamProducer } from '../lib/stores/stream-log.js'
-import { agentEvents, sessionChunks, textChunks, type StreamFormat } from '../lib/stream-formats.js'
+import type { StreamFormat } from '../lib/stream-formats.js'
 
 /** Which layout a stream belongs to: it decides the resume URL. */
 export type StreamLayout = 'versioned' | 'unversioned'
@@ -18,14 +18,6 @@ export function resumeUrl (layout: StreamLayout, id: string): string {
 /** The `app.agent.stream` option a body with `resumable: true` asks for, in `layout`. */
 export function resumableIn (body: { resumable?: boolean | undefined }, layout: StreamLayout): { resumable?: StreamLayout } {
   return body.resumable === true ? { resumable: layout } : {}
-}
-
-/** The name a stream's format is recorded under. */
-export function formatName (format: StreamFormat): string {
-  if (format === agentEvents) return 'agent'
-  if (format === sessionChunks) return 'session'
-  if (format === textChunks) return 'text'
-  return 'custom'
 }
 
 /** The stream store is down (Redis outage): 503 with a fixed text; the cause is logged, not shown. */
@@ -77,7 +69,7 @@ function createResumable (app: FastifyInstance) {
       const id = randomUUID()
       const producer = await app.stores.streamLog.start(id, {
         owner: request.identity,
-        format: formatName(format),
+        format: format.name,
         cancelledPayload: format.terminalError('Cancelled'),
         interruptedPayload: format.terminalError('Stream interrupted'),
       }).catch(streamStoreDown)

@@ -1,49 +1,42 @@
-// The Messages API tool loop: call the model, run the tools it asks for, repeat until it answers.
-import type { Static } from 'typebox'
-import type { ToolCall } from '../../schemas/chat.js'
+// The agent loop in steps: call the model, run the tools it asks for, until it answers or a call must wait.
 import { AgentError } from '../errors.js'
 import { throwIfAborted } from '../llm/abort.js'
-import type { ChatTurn, LLMProvider, ModelResponse, ToolResultBlock, ToolUseBlock, Usage } from '../llm/types.js'
-import { estimateTokens } from '../stores/memory-trim.js'
-import type { ToolRegistry } from '../tools/registry.js'
+import { cutCallUsage } from '../llm/tokens.js'
+import type { LLMProvider, ModelRequest, ModelResponse, ToolResultBlock, ToolSpec, Usage } from '../llm/types.js'
+import type { ToolResult } from '../tools/registry.js'
 import type { AgentEvent } from './events.js'
-import type { UsageTally } from './usage.js'
+import type { RunObserver } from './hooks.js'
+import type { PendingCall, PendingKind, RunState, ToolCallRecord } from './state.js'
+import { UsageTally } from './usage.js'
 
-/** Tool result text in stream events is cut to this many characters (SPEC section 6.2). */
+export type { ToolCallRecord } from './state.js'
+
+/** Tool result text in stream events is cut to this many characters (README "Agent stream"). */
 export const TOOL_RESULT_PREVIEW_CHARS = 200
 
-export interface AgentRunOptions {
+/** The tools a run may use, as the runner needs them (the tool registry implements it). */
+export interface ToolPort {
+  specs (names: readonly string[]): ToolSpec[]
+  run (name: string, input: unknown, options: { signal?: AbortSignal | undefined }): Promise<ToolResult>
+  /** `builtin`, `mcp:<server>`, or undefined for a name the registry does not hold. */
+  sourceOf (name: string): string | undefined
+}
+
+/** What a run talks to. */
+export interface RunPorts {
   provider: LLMProvider
-  tools: ToolRegistry
-  /** Tools the model may call; empty means a plain chat call. */
-  enabledTools: readonly string[]
-  model: string
-  system?: string | undefined
-  /** The conversation so far, ending with the new user turn. */
-  messages: ChatTurn[]
-  maxTokens: number
-  temperature?: number | undefined
-  maxIterations: number
+  tools: ToolPort
+  /** The run's hooks (metrics, budgets, traces), or none. */
+  observer?: RunObserver | undefined
+  /** Whether a call of this tool waits for a person's approval (default: none does). */
+  needsApproval?: ((name: string) => boolean) | undefined
+}
+
+/** How one request drives a run. */
+export interface RunOptions {
   /** Stream model calls (token events as text arrives) or make plain calls. */
   streaming: boolean
   signal?: AbortSignal | undefined
-  /** Told about every tool run, for metrics. */
-  onToolRun?: (tool: string, isError: boolean) => void
-  /** Where every model call's usage goes, also that of a call cut short: the caller reads it however the run ends. */
-  usage: UsageTally
-}
-
-/** A tool call as answers and the conversation log report it. */
-export type ToolCallRecord = Static<typeof ToolCall>
-
-export interface AgentResult {
-  /** Every text the model wrote, in order (what the token events carried). */
-  content: string
-  model: string
-  usage: Usage
-  toolCalls: ToolCallRecord[]
-  /** Turns the run added after the input: assistant tool calls, tool results, the final answer. */
-  turns: ChatTurn[]
 }
 
 /** The first `max` characters (code points) of `text`: a surrogate pair is never cut in half. */
@@ -58,30 +51,36 @@ export function truncateChars (text: string, max: number): string {
 }
 
 /**
- * One model call; yields token events when streaming and returns the whole message. Its usage goes to
- * `options.usage`: the provider's counts, or, when the call is cut short, the counts the provider had
- * reported so far (`partial`), else an estimate of what was sent and written (`estimated`).
+ * One model call; yields token events when streaming and returns the whole message. Its usage goes to the
+ * run's tally: the provider's counts, or, when the call is cut short, the counts the provider had reported
+ * so far (`partial`), else an estimate of what was sent and written (`estimated`).
  */
-async function * callModel (options: AgentRunOptions, messages: ChatTurn[]): AsyncGenerator<AgentEvent, ModelResponse> {
-  const tools = options.enabledTools.length > 0 ? options.tools.specs(options.enabledTools) : undefined
+async function * callModel (state: RunState, ports: RunPorts, options: RunOptions): AsyncGenerator<AgentEvent, ModelResponse> {
+  const { settings } = state
+  const usage = new UsageTally(state.usage)
+  const tools = settings.clientTools ?? (settings.tools.length > 0 ? ports.tools.specs(settings.tools) : undefined)
+  const messages = state.turns
   let reported: Usage | undefined
   let written = ''
   let message: ModelResponse | undefined
-  const request = {
-    model: options.model,
+  const request: ModelRequest = {
+    model: settings.model,
     messages,
-    maxTokens: options.maxTokens,
-    ...(options.system ? { system: options.system } : {}),
-    ...(options.temperature === undefined ? {} : { temperature: options.temperature }),
-    ...(tools ? { tools } : {}),
+    maxTokens: settings.maxTokens,
+    ...(settings.system ? { system: settings.system } : {}),
+    ...(settings.temperature === undefined ? {} : { temperature: settings.temperature }),
+    ...(tools !== undefined && tools.length > 0 && settings.toolChoice?.type !== 'none' ? { tools } : {}),
+    ...(settings.toolChoice === undefined || settings.toolChoice.type === 'none' ? {} : { toolChoice: settings.toolChoice }),
     ...(options.signal ? { signal: options.signal } : {}),
-    onUsage: (usage: Usage) => { reported = usage },
+    ...(ports.observer?.model ? { hooks: ports.observer.model } : {}),
+    onUsage: (counts: Usage) => { reported = counts },
   }
+  state.steps++
   try {
     if (!options.streaming) {
-      message = await options.provider.complete(request)
+      message = await ports.provider.complete(request)
     } else {
-      for await (const event of options.provider.stream(request)) {
+      for await (const event of ports.provider.stream(request)) {
         if (event.type === 'message') {
           message = event.message
           break
@@ -93,86 +92,157 @@ async function * callModel (options: AgentRunOptions, messages: ChatTurn[]): Asy
       }
       if (message === undefined) throw new AgentError('The model stream ended without a message')
     }
-    options.usage.add(message.model, message.usage, message.usageEstimated === true ? 'estimated' : 'provider')
+    usage.add(message.model, message.usage, message.usageEstimated === true ? 'estimated' : 'provider')
     return message
   } finally {
     if (message === undefined) {
-      if (reported !== undefined) options.usage.add(options.model, reported, 'partial')
-      else if (written !== '') {
-        options.usage.add(options.model, {
-          input_tokens: estimateTokens(messages),
-          output_tokens: estimateTokens({ role: 'assistant', content: written }),
-        }, 'estimated')
-      }
+      const cut = cutCallUsage(reported, messages, written)
+      if (cut !== undefined) usage.add(settings.model, cut.usage, cut.source)
     }
   }
+}
+
+/** Who acts on a call the model made. */
+function kindOf (state: RunState, ports: RunPorts, name: string): PendingKind {
+  if (state.settings.clientTools !== undefined) return 'client'
+  return ports.needsApproval?.(name) === true && state.settings.tools.includes(name) ? 'approval' : 'run'
+}
+
+/** Runs one call the run executes itself; never throws. A tool the caller did not enable is refused like an unknown one. */
+async function execute (state: RunState, ports: RunPorts, call: PendingCall, index: number, signal: AbortSignal | undefined): Promise<ToolResult> {
+  const limit = state.settings.maxToolCallsPerTurn
+  const known = state.settings.tools.includes(call.name)
+  const observer = ports.observer?.toolCall?.({
+    name: call.name,
+    callId: call.id,
+    source: (known ? ports.tools.sourceOf(call.name) : undefined) ?? 'unknown',
+    args: call.input,
+  })
+  // Arguments that were not a JSON object (inputError) are an error the model sees; the tool does not run.
+  const outcome: ToolResult = index >= limit
+    ? { content: `Too many tool calls in one turn (limit ${limit})`, isError: true }
+    : call.inputError !== undefined
+      ? { content: call.inputError, isError: true }
+      : known
+        ? await ports.tools.run(call.name, call.input, { signal })
+        : { content: `Tool not available: ${call.name}`, isError: true }
+  observer?.end({ isError: outcome.isError, errorType: outcome.isError ? outcome.errorType ?? 'tool_error' : undefined, result: outcome.content })
+  return outcome
+}
+
+/** A tool_result block of `call`. */
+export function resultBlock (call: { id: string }, outcome: { content: string, isError: boolean }): ToolResultBlock {
+  return { type: 'tool_result', tool_use_id: call.id, content: outcome.content, ...(outcome.isError ? { is_error: true } : {}) }
 }
 
 /**
- * Runs the agent: yields step, tool_call, tool_result and token events as they happen and returns the
- * result. Several tool calls in one turn run at once. An abort stops it at once: no further model call or
- * tool run.
+ * Runs the calls of the last model turn that the run executes itself (all at once), with their events, and
+ * keeps their results in the state. Calls that wait (approval, client) stay pending.
  */
-export async function * runAgent (options: AgentRunOptions): AsyncGenerator<AgentEvent, AgentResult> {
-  const turns: ChatTurn[] = []
-  const toolCalls: ToolCallRecord[] = []
-  let content = ''
-
-  for (let iteration = 0; iteration < options.maxIterations; iteration++) {
-    throwIfAborted(options.signal)
-    yield { type: 'step_start' }
-    const message = yield * callModel(options, [...options.messages, ...turns])
-    for (const block of message.content) if (block.type === 'text') content += block.text
-    turns.push({ role: 'assistant', content: message.content })
-
-    const uses = message.content.filter((block): block is ToolUseBlock => block.type === 'tool_use')
-    if (uses.length === 0 || message.stopReason !== 'tool_use') {
-      yield { type: 'step_finish' }
-      return { content, model: message.model, usage: options.usage.total, toolCalls, turns }
+async function * runPendingCalls (state: RunState, ports: RunPorts, options: RunOptions): AsyncGenerator<AgentEvent, void> {
+  const runnable = state.pending.filter((call) => call.kind === 'run')
+  if (runnable.length === 0) return
+  for (const call of runnable) yield { type: 'tool_call', data: { tool: call.name, args: call.input }, callId: call.id }
+  throwIfAborted(options.signal)
+  let index = state.results.length
+  const outcomes = await Promise.all(runnable.map(async (call) => await execute(state, ports, call, index++, options.signal)))
+  throwIfAborted(options.signal)
+  for (const [i, call] of runnable.entries()) {
+    const outcome = outcomes[i] ?? { content: '', isError: true }
+    state.toolCalls.push({ tool: call.name, args: call.input, result: outcome.content, is_error: outcome.isError })
+    state.results.push(resultBlock(call, outcome))
+    yield {
+      type: 'tool_result',
+      data: { tool: call.name, content: truncateChars(outcome.content, TOOL_RESULT_PREVIEW_CHARS) },
+      callId: call.id,
+      isError: outcome.isError,
+      output: outcome.content,
     }
-    for (const use of uses) yield { type: 'tool_call', data: { tool: use.name, args: use.input }, callId: use.id }
-    throwIfAborted(options.signal)
-    const results = await Promise.all(uses.map(async (use) => {
-      // A tool the caller did not enable is refused like an unknown one.
-      // Arguments that were not a JSON object (inputError) are an error the model sees; the tool does not run.
-      const outcome = use.inputError !== undefined
-        ? { content: use.inputError, isError: true }
-        : options.enabledTools.includes(use.name)
-          ? await options.tools.run(use.name, use.input, { signal: options.signal })
-          : { content: `Tool not available: ${use.name}`, isError: true }
-      options.onToolRun?.(use.name, outcome.isError)
-      return outcome
-    }))
-    throwIfAborted(options.signal)
-    const resultBlocks: ToolResultBlock[] = []
-    for (const [index, use] of uses.entries()) {
-      const outcome = results[index] ?? { content: '', isError: true }
-      toolCalls.push({ tool: use.name, args: use.input, result: outcome.content, is_error: outcome.isError })
-      yield {
-        type: 'tool_result',
-        data: { tool: use.name, content: truncateChars(outcome.content, TOOL_RESULT_PREVIEW_CHARS) },
-        callId: use.id,
-        isError: outcome.isError,
-        output: outcome.content,
-      }
-      resultBlocks.push({
-        type: 'tool_result',
-        tool_use_id: use.id,
-        content: outcome.content,
-        ...(outcome.isError ? { is_error: true } : {}),
-      })
-    }
-    turns.push({ role: 'user', content: resultBlocks })
-    yield { type: 'step_finish' }
   }
-  throw new AgentError(`Agent stopped after ${options.maxIterations} model calls without a final answer (MAX_ITERATIONS)`)
+  state.pending = state.pending.filter((call) => call.kind !== 'run')
 }
 
-/** Runs the agent to the end, ignoring its events. */
-export async function runAgentToEnd (options: AgentRunOptions): Promise<AgentResult> {
-  const run = runAgent(options)
-  for (;;) {
-    const step = await run.next()
-    if (step.done) return step.value
+/**
+ * Closes the last model turn once no call waits: its results (in the model's order) become the user turn the
+ * next model call reads.
+ */
+export function closeTurn (state: RunState): void {
+  const order = new Map<string, number>()
+  const last = state.turns.at(-1)
+  if (last !== undefined && Array.isArray(last.content)) {
+    for (const block of last.content) if (block.type === 'tool_use') order.set(block.id, order.size)
+  }
+  const results = [...state.results].sort((a, b) => (order.get(a.tool_use_id) ?? 0) - (order.get(b.tool_use_id) ?? 0))
+  state.turns.push({ role: 'user', content: results })
+  state.results = []
+  state.status = 'running'
+}
+
+/**
+ * One step: a model call, then the calls the run executes itself. Ends `final` (the model answered),
+ * `tool_calls_pending` (a call waits for a person or the client) or `running` (the next step reads the results).
+ */
+export async function * step (state: RunState, ports: RunPorts, options: RunOptions): AsyncGenerator<AgentEvent, RunState['status']> {
+  throwIfAborted(options.signal)
+  yield { type: 'step_start' }
+  const message = yield * callModel(state, ports, options)
+  for (const block of message.content) if (block.type === 'text') state.content += block.text
+  state.turns.push({ role: 'assistant', content: message.content })
+  state.lastStopReason = message.stopReason
+  const uses = message.content.filter((block) => block.type === 'tool_use')
+  if (uses.length === 0 || message.stopReason !== 'tool_use') {
+    state.status = 'final'
+    yield { type: 'step_finish' }
+    return state.status
+  }
+  state.pending = uses.map((use) => ({
+    id: use.id, name: use.name, input: use.input, inputError: use.inputError, kind: kindOf(state, ports, use.name),
+  }))
+  state.results = []
+  yield * runPendingCalls(state, ports, options)
+  if (state.pending.length > 0) {
+    state.status = 'tool_calls_pending'
+  } else {
+    closeTurn(state)
+  }
+  yield { type: 'step_finish' }
+  return state.status
+}
+
+/**
+ * Runs steps until the run answers (`final`) or a call waits (`tool_calls_pending`): at most `maxIterations`
+ * model calls in this request, else an AgentError. An abort stops it at once: no further model call or tool run.
+ */
+export async function * drive (state: RunState, ports: RunPorts, options: RunOptions): AsyncGenerator<AgentEvent, RunState> {
+  for (let calls = 0; calls < state.settings.maxIterations; calls++) {
+    const status = yield * step(state, ports, options)
+    if (status !== 'running') return state
+  }
+  throw new AgentError(`Agent stopped after ${state.settings.maxIterations} model calls without a final answer (MAX_ITERATIONS)`)
+}
+
+/** A finished run as answers report it. */
+export interface AgentResult {
+  /** Every text the model wrote, in order (what the token events carried). */
+  content: string
+  model: string
+  usage: Usage
+  toolCalls: ToolCallRecord[]
+  /** Turns the run added after the input: assistant tool calls, tool results, the final answer. */
+  turns: RunState['turns']
+  /** The run's state at the end (`final` or `tool_calls_pending`). */
+  state: RunState
+}
+
+/** The result of a run's state. */
+export function resultOf (state: RunState): AgentResult {
+  const usage = new UsageTally(state.usage)
+  return {
+    content: state.content,
+    model: usage.model,
+    usage: usage.total,
+    toolCalls: state.toolCalls,
+    turns: state.turns.slice(state.inputLength),
+    state,
   }
 }

@@ -1,5 +1,6 @@
 // What a route asks of an agent run (the agent plugin fills in the rest from the configuration).
-import type { ChatTurn } from '../llm/types.js'
+import type { ChatTurn, ToolSpec } from '../llm/types.js'
+import type { ToolChoice } from './state.js'
 
 /** What a route asks of a run; every field it leaves out takes the configured default. */
 export interface RunSpec {
@@ -21,4 +22,11 @@ export interface RunSpec {
   memory?: { id: string, save: 'turns' | 'reply' } | undefined
   /** What the conversation log files the exchange under when there is no `memory`; default the request id. */
   conversationId?: string | undefined
+  /**
+   * Gateway mode: the client's own tools, offered to the model instead of the server's (`tools` is ignored);
+   * one model call, whose tool calls end the run `tool_calls_pending` for the client.
+   */
+  clientTools?: ToolSpec[] | undefined
+  /** How the model may use the offered tools; default the provider's (auto). */
+  toolChoice?: ToolChoice | undefined
 }

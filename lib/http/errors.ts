@@ -1,6 +1,6 @@
 // The one error mapping of each layout (SPEC section 7, DECISIONS sections 4 and 8): HTTP answers and in-stream texts.
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
-import { AgentError, HttpError, LLMServiceError } from '../errors.js'
+import { AgentError, HttpError, LLMServiceError, publicErrorText } from '../errors.js'
 import { isAbortError } from '../llm/abort.js'
 import { RequestValidationError, toValidationIssues, type ValidationIssue } from '../validation.js'
 
@@ -22,12 +22,7 @@ function bodyIssue (msg: string, type: string): ValidationIssue[] {
   return [{ loc: ['body'], msg, type }]
 }
 
-/** The text a client may see for an error inside a stream, in any layout (no internals for unexpected errors). */
-export function publicErrorText (error: unknown): string {
-  if (error instanceof LLMServiceError) return `Model call failed: ${error.message}`
-  if (error instanceof AgentError || error instanceof HttpError) return error.message
-  return 'Internal server error'
-}
+export { publicErrorText }
 
 /** Builds the error handler of a layout; `debug` puts stack traces in unversioned 500 bodies. */
 export function createErrorHandler (layout: Layout, debug: boolean) {

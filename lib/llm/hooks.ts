@@ -54,6 +54,8 @@ export interface AttemptObserver {
 
 /** One model of a call, from before it waits for a slot to its end. */
 export interface ModelCallObserver {
+  /** The call got its concurrency slot and goes out now. */
+  begin? (): void
   /** A provider's attempt `n` (0 first, 1 the first retry, ...) is about to be sent. */
   attempt? (n: number): AttemptObserver | undefined
   /** The first output (text or tool call) arrived. */
@@ -82,6 +84,7 @@ export function composeModelCallObservers (observers: ReadonlyArray<ModelCallObs
       const headers = Object.assign({}, ...attempts.map((attempt) => attempt.headers ?? {})) as Record<string, string>
       return { headers, end: (result) => { for (const attempt of attempts) attempt.end(result) } }
     },
+    begin () { for (const observer of all) observer.begin?.() },
     firstOutput () { for (const observer of all) observer.firstOutput?.() },
     async end (result) { for (const observer of all) await observer.end(result) },
   }

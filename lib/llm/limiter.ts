@@ -109,12 +109,16 @@ export function withLimiter (provider: LLMProvider, limiter: Limiter): LLMProvid
   return {
     name: provider.name,
     async complete (request: ModelRequest): Promise<ModelResponse> {
-      return await limiter.run(() => provider.complete(request), request.signal)
+      return await limiter.run(async () => {
+        request.observer?.begin?.()
+        return await provider.complete(request)
+      }, request.signal)
     },
     async * stream (request: ModelRequest): AsyncGenerator<ModelStreamEvent> {
       const release = await limiter.acquire(request.signal)
       // An aborted consumer may never resume this generator: free the slot on the abort itself.
       request.signal?.addEventListener('abort', release, { once: true })
+      request.observer?.begin?.()
       try {
         yield * provider.stream(request)
       } finally {

@@ -1,8 +1,11 @@
 // The model router (DECISIONS section 14): one provider per model name, fallback before the first output, cooldown.
 import { LLMServiceError } from '../errors.js'
 import { isAbortError } from './abort.js'
+import type { ModelCallEnd, ModelCallObserver } from './hooks.js'
+import { withLimiter, type Limiter } from './limiter.js'
 import { isRetryableError } from './retry.js'
-import type { LLMProvider, ModelRequest, ModelResponse, ModelStreamEvent } from './types.js'
+import { cutCallUsage } from './tokens.js'
+import type { LLMProvider, ModelRequest, ModelResponse, ModelStreamEvent, Usage } from './types.js'
 
 /** One model as the router sees it. */
 export interface RouterModel {
@@ -15,6 +18,9 @@ export interface RouterModel {
   fallbacks: readonly string[]
   /** The provider reports its own name (offline answers `offline`, DECISIONS section 3). */
   reportsOwnName?: boolean
+  /** Provider kind (`anthropic`, `openai`, `offline`) and base URL, as hooks see them; default the provider's name. */
+  kind?: string
+  baseURL?: string | undefined
 }
 
 /** What {@link ModelRouterOptions.onFallback} is told. */
@@ -36,6 +42,23 @@ export interface ModelRouterOptions {
   onFallback?: (info: FallbackInfo) => void
   /** Clock in milliseconds (tests); default Date.now. */
   now?: () => number
+  /** Every model call takes a slot of it, after the call's hooks admitted it (a refused call never waits). */
+  limiter?: Limiter
+}
+
+/** A model observer's end for an answer. */
+function answered (message: ModelResponse): ModelCallEnd {
+  return {
+    outcome: 'ok',
+    usage: message.usage,
+    usageSource: message.usageEstimated === true ? 'estimated' : 'provider',
+    answer: { id: message.requestId, model: message.model, finishReason: message.stopReason },
+  }
+}
+
+/** A model observer's end for a failure (an abort is `aborted`). */
+function failure (error: unknown): ModelCallEnd {
+  return { outcome: isAbortError(error) ? 'aborted' : 'error', error }
 }
 
 function field (error: unknown, key: string): unknown {
@@ -83,6 +106,13 @@ export interface ModelRouter extends LLMProvider {
 export function createModelRouter (options: ModelRouterOptions): ModelRouter {
   const now = options.now ?? Date.now
   const cooldownMs = options.cooldownSeconds * 1000
+  const limited = new Map<LLMProvider, LLMProvider>()
+  const slotted = (provider: LLMProvider): LLMProvider => {
+    if (options.limiter === undefined) return provider
+    let wrapped = limited.get(provider)
+    if (wrapped === undefined) limited.set(provider, wrapped = withLimiter(provider, options.limiter))
+    return wrapped
+  }
   const byName = new Map(options.models.map((model) => [model.name, model]))
   /** Name → when its cooldown ends (ms). */
   const coolUntil = new Map<string, number>()
@@ -130,6 +160,16 @@ export function createModelRouter (options: ModelRouterOptions): ModelRouter {
     return chain
   }
 
+  /** Tells the request's hooks that `model` (chain position `index`) is about to be called; they may refuse it. */
+  const observe = async (request: ModelRequest, model: RouterModel, index: number): Promise<ModelCallObserver | undefined> =>
+    await request.hooks?.start({
+      name: model.name,
+      upstream: model.upstream,
+      provider: model.kind ?? model.provider.name,
+      baseURL: model.baseURL,
+      chainIndex: index,
+    }, request)
+
   return {
     name: 'router',
 
@@ -139,9 +179,13 @@ export function createModelRouter (options: ModelRouterOptions): ModelRouter {
       const chain = start(request)
       for (let i = 0; ; i++) {
         const model = chain[i] as RouterModel
+        const observer = await observe(request, model, i)
         try {
-          return report(await model.provider.complete({ ...request, model: model.upstream }), model)
+          const message = report(await slotted(model.provider).complete({ ...request, model: model.upstream, observer }), model)
+          await observer?.end(answered(message))
+          return message
         } catch (error) {
+          await observer?.end(failure(error))
           if (!failed(model, chain[i + 1], error)) throw error
         }
       }
@@ -151,20 +195,40 @@ export function createModelRouter (options: ModelRouterOptions): ModelRouter {
       const chain = start(request)
       for (let i = 0; ; i++) {
         const model = chain[i] as RouterModel
+        const observer = await observe(request, model, i)
         let output = false
+        let ended = false
+        // What a cut call used: the provider's counts so far, else an estimate of what it wrote.
+        let reported: Usage | undefined
+        let written = ''
+        const onUsage = (usage: Usage): void => { reported = usage; request.onUsage?.(usage) }
+        const cut = (outcome: ModelCallEnd): ModelCallEnd => {
+          const used = cutCallUsage(reported, request.messages, written)
+          return used === undefined ? outcome : { ...outcome, usage: used.usage, usageSource: used.source }
+        }
         try {
-          for await (const event of model.provider.stream({ ...request, model: model.upstream })) {
+          for await (const event of slotted(model.provider).stream({ ...request, model: model.upstream, observer, onUsage })) {
             if (event.type === 'message') {
-              yield { type: 'message', message: report(event.message, model) }
+              const message = report(event.message, model)
+              ended = true
+              await observer?.end(answered(message))
+              yield { type: 'message', message }
               return
             }
+            if (!output) observer?.firstOutput?.()
             output = true
+            written += event.text
             yield event
           }
           return
         } catch (error) {
+          ended = true
+          await observer?.end(cut(failure(error)))
           // Once output reached the caller, the answer is this model's: no fallback.
           if (output || !failed(model, chain[i + 1], error)) throw error
+        } finally {
+          // Returned early by the consumer (an abort that never resumed the generator): the call was cut.
+          if (!ended) await observer?.end(cut({ outcome: 'aborted' }))
         }
       }
     },

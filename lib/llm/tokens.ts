@@ -1,5 +1,5 @@
 // The one token estimator: offline usage figures and session-memory trimming count tokens the same way.
-import type { ChatTurn, ContentBlock } from './types.js'
+import type { ChatTurn, ContentBlock, Usage } from './types.js'
 
 /** Estimated tokens an image costs, whatever its size (the API bills roughly this for a mid-size image). */
 export const IMAGE_TOKEN_ESTIMATE = 1500
@@ -46,4 +46,19 @@ export function estimateTokens (turns: ChatTurn | readonly ChatTurn[]): number {
   let total = 0
   for (const turn of turns as readonly ChatTurn[]) total += estimateTurnTokens(turn)
   return total
+}
+
+/**
+ * The usage of a call cut short: the counts the provider had reported so far (`partial`), else, when it
+ * wrote something, an estimate of what was sent and written (`estimated`); undefined when nothing was used.
+ */
+export function cutCallUsage (
+  reported: Usage | undefined, messages: ChatTurn[], written: string
+): { usage: Usage, source: 'partial' | 'estimated' } | undefined {
+  if (reported !== undefined) return { usage: reported, source: 'partial' }
+  if (written === '') return undefined
+  return {
+    usage: { input_tokens: estimateTokens(messages), output_tokens: estimateTokens({ role: 'assistant', content: written }) },
+    source: 'estimated',
+  }
 }

@@ -44,6 +44,8 @@ export interface ModelRequest {
   /** Forwarded only where the API version accepts it (DECISIONS section 12). */
   temperature?: number
   tools?: ToolSpec[]
+  /** How the model may use `tools` (`any`: it must call one; `tool`: that one); default auto. Providers map it. */
+  toolChoice?: { type: 'auto' } | { type: 'any' } | { type: 'tool', name: string } | undefined
   signal?: AbortSignal
   /**
    * Told the counts so far whenever the provider learns them (Anthropic: input at message start, then a

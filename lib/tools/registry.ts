@@ -7,7 +7,12 @@ import type { KnowledgeBase } from './knowledge-base.js'
 export { BUILTIN_TOOL_NAMES } from './builtin.js'
 
 /** What running a tool gives back; `isError` maps to the Messages API `tool_result.is_error`. */
-export interface ToolResult { content: string, isError: boolean }
+export interface ToolResult {
+  content: string
+  isError: boolean
+  /** Why it failed, for traces: `tool_error` (default), `timeout`, `cancelled`, a JSON-RPC error code. */
+  errorType?: string
+}
 
 /** Options of one tool run: aborting `signal` (client gone, run cancelled) cancels the call. */
 export interface ToolRunOptions { signal?: AbortSignal | undefined }
@@ -79,6 +84,10 @@ export function createToolRegistry (kb: KnowledgeBase, options: ToolRegistryOpti
     /** Whether `name` is a tool of this registry right now. */
     has (name: string): boolean {
       return tools.has(name)
+    },
+    /** Where tool `name` comes from (`builtin`, `mcp:<server>`), undefined for an unknown name. */
+    sourceOf (name: string): string | undefined {
+      return tools.get(name)?.source
     },
     /** Every tool with its source, for listing. */
     list (): ToolInfo[] {

@@ -15,7 +15,7 @@ function run (events: AgentEvent[], end?: string) {
     const out = format.event(event)
     if (out !== null) payloads.push(...(typeof out === 'string' ? [out] : out))
   }
-  payloads.push(...(end === undefined ? format.done(USAGE) : format.error(end, USAGE)))
+  payloads.push(...(end === undefined ? format.done({ usage: USAGE, finishReason: 'end_turn' }) : format.error(end, USAGE)))
   return payloads.map((p) => (p === '[DONE]' ? { type: p } : JSON.parse(p) as Record<string, unknown> & { type: string }))
 }
 

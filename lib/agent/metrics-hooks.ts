@@ -1,0 +1,42 @@
+// The run hooks of the Prometheus metrics: model-call durations and time to first output, tool calls, tokens by model.
+import type { CallOutcome } from '../llm/hooks.js'
+import type { Usage } from '../llm/types.js'
+import type { RunHooks } from './hooks.js'
+
+/** The metrics these hooks feed (prom-client counters and histograms fit). */
+export interface RunMetrics {
+  llmRequestDuration: { observe (labels: { model: string, outcome: CallOutcome }, seconds: number): void }
+  llmTimeToFirstToken: { observe (labels: { model: string }, seconds: number): void }
+  toolCalls: { inc (labels: { tool: string, outcome: 'ok' | 'error' }): void }
+  llmTokens: { inc (labels: { model: string, type: 'input' | 'output' }, value: number): void }
+}
+
+/** Metrics as run hooks: every model call (from its slot to its end), tool run and run's tokens. */
+export function createMetricsHooks (metrics: RunMetrics): RunHooks {
+  return {
+    runStart: () => ({
+      model: {
+        start (target) {
+          // Queue time is not model-call time: the clock starts when the call gets its slot.
+          let started = performance.now()
+          return {
+            begin () { started = performance.now() },
+            firstOutput () { metrics.llmTimeToFirstToken.observe({ model: target.name }, (performance.now() - started) / 1000) },
+            end (result) { metrics.llmRequestDuration.observe({ model: target.name, outcome: result.outcome }, (performance.now() - started) / 1000) },
+          }
+        },
+      },
+      toolCall: (call) => ({
+        // Model-chosen names are unbounded: unknown ones share one label value.
+        end: (result) => { metrics.toolCalls.inc({ tool: call.source === 'unknown' ? 'unknown' : call.name, outcome: result.isError ? 'error' : 'ok' }) },
+      }),
+      end (result) {
+        // However the run ended: a failed or cut call counts what it used.
+        for (const [model, usage] of result.usageByModel as ReadonlyMap<string, Usage>) {
+          metrics.llmTokens.inc({ model, type: 'input' }, usage.input_tokens)
+          metrics.llmTokens.inc({ model, type: 'output' }, usage.output_tokens)
+        }
+      },
+    }),
+  }
+}

@@ -1,0 +1,110 @@
+// The state of a run as plain JSON: what a later request (on any replica) needs to continue it.
+import type { Static } from 'typebox'
+import type { ToolCall } from '../../schemas/chat.js'
+import type { ChatTurn, ToolResultBlock, ToolSpec, Usage } from '../llm/types.js'
+import type { UsageSource } from './events.js'
+
+/** Bumped whenever the shape changes: a stored state of another version is not continued. */
+export const RUN_STATE_VERSION = 1
+
+/** A tool call as answers and the conversation log report it. */
+export type ToolCallRecord = Static<typeof ToolCall>
+
+/** The settings a run keeps for its whole life (a continuation cannot change them). */
+export interface RunSettings {
+  /** The model as clients name it. */
+  model: string
+  system?: string | undefined
+  maxTokens: number
+  temperature?: number | undefined
+  /** Server tools the model may call (names); empty for a plain chat call. */
+  tools: string[]
+  /** Client tools (gateway mode): offered to the model, never run here; their calls go back to the client. */
+  clientTools?: ToolSpec[] | undefined
+  /** Tool choice passed to the provider (gateway mode). */
+  toolChoice?: ToolChoice | undefined
+  /** Model calls one request may make (MAX_ITERATIONS). */
+  maxIterations: number
+  /** Tool calls of one model turn that run (MAX_TOOL_CALLS_PER_TURN); the rest get an error result. */
+  maxToolCallsPerTurn: number
+}
+
+/** How the model may use the tools it is offered. */
+export type ToolChoice = { type: 'auto' } | { type: 'any' } | { type: 'none' } | { type: 'tool', name: string }
+
+/** Who acts on a pending call: the run itself, a person (approval), or the client (gateway mode). */
+export type PendingKind = 'run' | 'approval' | 'client'
+
+/** A tool call of the last model turn that has no result yet. */
+export interface PendingCall {
+  /** The provider's tool call id. */
+  id: string
+  name: string
+  input: Record<string, unknown>
+  /** Set when the model's arguments were not a JSON object: the call is answered with this error. */
+  inputError?: string | undefined
+  kind: PendingKind
+}
+
+/** Where a step left the run. */
+export type RunStatus = 'running' | 'final' | 'tool_calls_pending'
+
+/** Usage of a run so far, by the model that answered each call. */
+export interface UsageState {
+  byModel: Record<string, Usage>
+  source: UsageSource
+  /** The model that answered last (as clients name it). */
+  model: string
+}
+
+/** A run as data: plain JSON, saved at step boundaries, continued by a later request. */
+export interface RunState {
+  version: typeof RUN_STATE_VERSION
+  settings: RunSettings
+  /** The conversation the model sees: the input turns, then every turn the run added. */
+  turns: ChatTurn[]
+  /** How many of `turns` were the run's input (the rest are the run's own). */
+  inputLength: number
+  status: RunStatus
+  /** The last model turn's calls that have no result yet (in the model's order). */
+  pending: PendingCall[]
+  /** Results of the last model turn's calls that ran already (kept while others wait). */
+  results: ToolResultBlock[]
+  usage: UsageState
+  /** Model calls made over the run's life. */
+  steps: number
+  /** Every text the model wrote, in order. */
+  content: string
+  /** The provider's stop reason of the last model call (`end_turn`, `max_tokens`, `tool_use`, `stop`, ...). */
+  lastStopReason: string | null
+  /** The tool calls that ran, in order. */
+  toolCalls: ToolCallRecord[]
+}
+
+/** A new run's state: nothing sent yet. */
+export function newRunState (settings: RunSettings, turns: ChatTurn[]): RunState {
+  return {
+    version: RUN_STATE_VERSION,
+    settings,
+    turns,
+    inputLength: turns.length,
+    status: 'running',
+    pending: [],
+    results: [],
+    usage: { byModel: {}, source: 'provider', model: settings.model },
+    steps: 0,
+    content: '',
+    lastStopReason: null,
+    toolCalls: [],
+  }
+}
+
+/** The turns the run added after its input. */
+export function addedTurns (state: RunState): ChatTurn[] {
+  return state.turns.slice(state.inputLength)
+}
+
+/** Whether `value` is a run state this code can continue (a stored state of another version is not). */
+export function isRunState (value: unknown): value is RunState {
+  return typeof value === 'object' && value !== null && (value as { version?: unknown }).version === RUN_STATE_VERSION
+}
