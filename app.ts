@@ -21,6 +21,7 @@ import runHooksPlugin from './plugins/run-hooks.js'
 import authPlugin from './plugins/auth.js'
 import rateLimitPlugin from './plugins/rate-limit.js'
 import budgetsPlugin from './plugins/budgets.js'
+import { unversionedErrors } from './lib/dialects/session/errors.js'
 import { createErrorHandler } from './lib/http/errors.js'
 import { arrayLengthGuard, maxTotalCharsKeyword } from './lib/validation.js'
 import { BODY_LIMIT_BYTES } from './schemas/chat.js'
@@ -146,7 +147,7 @@ export async function buildApp (options: BuildAppOptions = {}) {
   await app.register(resumablePlugin)
   await app.register(agentPlugin)
 
-  app.setErrorHandler(createErrorHandler('unversioned', config.DEBUG))
+  app.setErrorHandler(createErrorHandler(unversionedErrors, config.DEBUG))
   app.setNotFoundHandler((_request, reply) => { reply.code(404).send({ detail: 'Not Found' }) })
 
   await app.register(unversionedLayout, { extraRoutes: options.extraRoutes?.unversioned })

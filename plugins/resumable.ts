@@ -5,7 +5,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { HttpError } from '../lib/errors.js'
 import { openSseStream, type SseWriter } from '../lib/http/sse.js'
 import type { StreamEntry, StreamProducer } from '../lib/stores/stream-log.js'
-import type { StreamFormat } from '../lib/stream-formats.js'
+import type { StreamFormat } from '../lib/agent/stream-format.js'
 
 /** Which layout a stream belongs to: it decides the resume URL. */
 export type StreamLayout = 'versioned' | 'unversioned'

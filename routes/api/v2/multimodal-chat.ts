@@ -1,9 +1,9 @@
 // POST /api/v2/chat: MultimodalRequest, images attached to the last user message; answers like /api/v1/chat.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { agentResponse, chatRunSpec } from '../../../lib/agent/conversation.js'
+import { agentResponse, chatRunSpec } from '../../../lib/dialects/v1/request.js'
 import { parseImage } from '../../../lib/images.js'
 import type { ImageBlock } from '../../../lib/llm/types.js'
-import { textChunks } from '../../../lib/stream-formats.js'
+import { textChunks } from '../../../lib/dialects/v1/text-chunks.js'
 import { resumableIn } from '../../../plugins/resumable.js'
 import { RequestValidationError, type ValidationIssue } from '../../../lib/validation.js'
 import {
