@@ -3,7 +3,7 @@ import Fastify, { LogController, type FastifyHttpOptions, type FastifyPluginAsyn
 import type { Server } from 'node:http'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import pino, { type DestinationStream } from 'pino'
-import { loadConfig, type AppConfig } from './lib/config.js'
+import { loadConfig, type AppConfig } from './lib/config/config.js'
 import configPlugin from './plugins/config.js'
 import lifecyclePlugin from './plugins/lifecycle.js'
 import requestLogPlugin, { genReqId } from './plugins/request-log.js'

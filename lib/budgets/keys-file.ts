@@ -1,8 +1,6 @@
 // API_KEYS_FILE (README "Budgets and prices"): bearer keys as SHA-256 digests or variable names, with labels and per-key budgets.
 import { createHash } from 'node:crypto'
-import { readFileSync } from 'node:fs'
-import { createRequire } from 'node:module'
-import { extname } from 'node:path'
+import { readSettingsFile } from '../config/settings-file.js'
 import { ConfigError } from '../errors.js'
 
 /** A budget setting of a key: a number, `null` (none, whatever the default) or undefined (the default). */
@@ -34,19 +32,10 @@ export const sha256Digest = (key: string): Buffer => createHash('sha256').update
 export const defaultLabel = (digest: Buffer): string => `key-${digest.toString('hex').slice(0, 8)}`
 
 function readKeysFile (path: string): unknown {
-  let text: string
-  try {
-    text = readFileSync(path, 'utf8')
-  } catch (error) {
-    return fail(`API_KEYS_FILE ${path} cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`)
-  }
-  const yaml = ['.yaml', '.yml'].includes(extname(path).toLowerCase())
-  try {
-    // The YAML parser is loaded only for a YAML file.
-    return yaml ? (createRequire(import.meta.url)('yaml') as typeof import('yaml')).parse(text) : JSON.parse(text)
-  } catch (error) {
-    return fail(`API_KEYS_FILE ${path} is not valid ${yaml ? 'YAML' : 'JSON'}: ${(error as Error).message.split('\n')[0] ?? ''}`)
-  }
+  return readSettingsFile(path, {
+    cannotRead: (error) => `Invalid configuration: API_KEYS_FILE ${path} cannot be read (${error.code ?? error.message})`,
+    notParsed: (format, error) => `Invalid configuration: API_KEYS_FILE ${path} is not valid ${format}: ${error.message.split('\n')[0] ?? ''}`,
+  }, { yaml: true })
 }
 
 /**

@@ -1,5 +1,6 @@
 // Redis budget store: one Lua script checks and reserves every budget of a call, one settles it; keys share a hash tag per identity.
-import { defineScript, type RedisConnection } from '../stores/redis-client.js'
+import type { RedisConnection } from '../stores/redis-client.js'
+import { defineScript } from '../stores/redis/scripts.js'
 import {
   TOKEN_WINDOW_MS, emptyPeriod, type BudgetName, type BudgetStore, type ModelSpend, type PeriodSpend, type ReserveResult,
 } from './store.js'

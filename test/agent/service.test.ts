@@ -6,7 +6,7 @@ import { createAgentService, type AgentPorts, type EventSink, type RunContext } 
 import { isRunState } from '../../lib/agent/state.js'
 import { HttpError } from '../../lib/errors.js'
 import { findArithmeticExpression } from '../../lib/llm/arithmetic-in-text.js'
-import { createOfflineProvider } from '../../lib/llm/offline.js'
+import { createOfflineProvider } from '../../lib/llm/providers/offline/provider.js'
 import { createModelRouter } from '../../lib/llm/router.js'
 import { createMemoryConversationLog, createMemorySessionStore } from '../../lib/stores/memory.js'
 import { agentEvents } from '../../lib/dialects/agent-events/format.js'

@@ -4,7 +4,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test, type Test } from 'tap'
-import { ConfigError, loadConfig } from '../../lib/config.js'
+import { ConfigError, loadConfig } from '../../lib/config/config.js'
 import { costNano, makePrice, reserveNano } from '../../lib/budgets/prices.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'budgets-config-'))

@@ -17,7 +17,7 @@ const v2ChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
     bodyLimit: V2_BODY_LIMIT,
     // Text alone gets the normal limit; only images buy more, and a body over its budget is cut as it arrives.
     preParsing: async (_request, _reply, payload) => payload.pipe(createJsonBodyBudget({
-      field: 'images', baseBytes: BODY_LIMIT_BYTES, bytesPerItem: V2_BYTES_PER_IMAGE, maxItems: MAX_IMAGES,
+      roomPath: ['images', '*'], baseBytes: BODY_LIMIT_BYTES, bytesPerItem: V2_BYTES_PER_IMAGE, maxItems: MAX_IMAGES,
     })),
     schema: {
       tags: ['chat'],
