@@ -59,7 +59,12 @@ export interface ModelRequest {
 }
 
 /** Token counts of a model call. */
-export type Usage = Static<typeof UsageSchema>
+export type Usage = Static<typeof UsageSchema> & {
+  /** Part of `input_tokens` read from the provider's prompt cache (absent: none reported). */
+  cache_read_tokens?: number
+  /** Part of `input_tokens` written to the provider's prompt cache. */
+  cache_write_tokens?: number
+}
 
 /**
  * Why a model call stopped, in Messages API terms; every provider maps its own reasons onto these
