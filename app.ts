@@ -21,6 +21,7 @@ import runHooksPlugin from './plugins/run-hooks.js'
 import tracingPlugin from './plugins/tracing.js'
 import authPlugin from './plugins/auth.js'
 import rateLimitPlugin from './plugins/rate-limit.js'
+import budgetsPlugin from './plugins/budgets.js'
 import { unversionedErrors } from './lib/dialects/session/errors.js'
 import { createErrorHandler } from './lib/http/errors.js'
 import { arrayLengthGuard, maxTotalCharsKeyword } from './lib/input/validation.js'
@@ -141,6 +142,7 @@ export async function buildApp (options: BuildAppOptions = {}) {
   await app.register(storesPlugin, { overrides: options.stores })
   await app.register(authPlugin)
   await app.register(rateLimitPlugin)
+  await app.register(budgetsPlugin)
   await app.register(docsPlugin)
   await app.register(toolsPlugin)
   await app.register(llmPlugin, options.provider ? { provider: options.provider } : {})

@@ -120,9 +120,23 @@ export function createMetrics (options: CreateMetricsOptions = {}) {
     help: 'Rate-limit store failures (Redis unreachable), per process; such requests are counted in this process\'s own window instead',
     registers,
   })
+  const llmCost = new Counter({
+    name: 'agent_llm_cost_usd_total',
+    help: 'USD of settled model calls at their model\'s prices, by model and key label (- without auth)',
+    labelNames: ['model', 'key'] as const,
+    registers,
+  })
+  const budgetRefusals = new Counter({
+    name: 'agent_budget_refusals_total',
+    help: 'Model calls refused by a budget, by key label (- without auth) and budget (tokens_per_minute, usd_per_day, usd_per_month)',
+    labelNames: ['key', 'budget'] as const,
+    registers,
+  })
 
   return {
     registry,
+    llmCost,
+    budgetRefusals,
     requests,
     requestLatency,
     activeSessions,

@@ -10,6 +10,7 @@ import { loadKnowledgeBaseFile } from './knowledge-base-file.js'
 import { loadMcpConfig } from './mcp-file.js'
 import type { McpServerConfig } from '../tools/mcp/server-config.js'
 import { resolveModels } from './models.js'
+import { resolveBudgetSettings } from './budgets.js'
 
 export { ConfigError }
 
@@ -133,6 +134,8 @@ export function resolveConfig (env: Env, vars: Record<string, string | undefined
     models,
     modelRoutes,
     apiKeys: splitList(env.API_KEYS),
+    // Prices, API_KEYS_FILE and the BUDGET_* defaults (lib/budgets/settings.ts).
+    ...resolveBudgetSettings(env, modelRoutes, models, vars),
     corsOrigins,
     corsAnyOrigin: corsOrigins.includes('*'),
     /** Fastify's `trustProxy` from TRUST_PROXY. */

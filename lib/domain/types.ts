@@ -34,8 +34,13 @@ export interface ToolSpec {
   input_schema: { type: 'object', properties: Record<string, unknown>, required?: string[] }
 }
 
-/** Token counts of a model call. */
-export type Usage = Static<typeof UsageSchema>
+/** Token counts of a model call; the cache parts are parts of `input_tokens` (absent: none reported). */
+export type Usage = Static<typeof UsageSchema> & {
+  /** Part of `input_tokens` read from the provider's prompt cache. */
+  cache_read_tokens?: number
+  /** Part of `input_tokens` written to the provider's prompt cache. */
+  cache_write_tokens?: number
+}
 
 /** Where a usage figure comes from (DECISIONS section 13). */
 export type UsageSource = 'provider' | 'partial' | 'estimated'

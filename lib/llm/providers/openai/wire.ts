@@ -101,7 +101,15 @@ function stopReason (finish: string | null | undefined, hasToolCalls: boolean): 
 function usageOf (usage: unknown): Usage {
   if (!isRecord(usage)) return { input_tokens: 0, output_tokens: 0 }
   const count = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) && value >= 0 ? Math.round(value) : 0)
-  return { input_tokens: count(usage['prompt_tokens']), output_tokens: count(usage['completion_tokens']) }
+  // prompt_tokens already includes the cached ones; OpenAI-compatible servers report no cache writes.
+  const details = usage['prompt_tokens_details']
+  const normalised: Usage = { input_tokens: count(usage['prompt_tokens']), output_tokens: count(usage['completion_tokens']) }
+  // The cache part only when the server reported it.
+  if (isRecord(details) && typeof details['cached_tokens'] === 'number') {
+    normalised.cache_read_tokens = count(details['cached_tokens'])
+    normalised.cache_write_tokens = 0
+  }
+  return normalised
 }
 
 export function toResponse (completion: ChatCompletion, model: string, requestId: string | null | undefined): ModelResponse {
