@@ -4,6 +4,7 @@ import fp from 'fastify-plugin'
 import { createAgentService, type EventSink, type RunContext } from '../lib/agent/service.js'
 import type { AgentResult } from '../lib/agent/run.js'
 import type { RunSpec } from '../lib/agent/spec.js'
+import type { RunState } from '../lib/agent/state.js'
 import { UsageTally } from '../lib/agent/usage.js'
 import { openSseStream, type SseWriter } from '../lib/http/sse.js'
 import type { StreamFormat } from '../lib/stream-formats.js'
@@ -47,6 +48,49 @@ function clientSink (sse: SseWriter): EventSink {
     // A client that left reads nothing more.
     abortMessage: () => undefined,
   }
+}
+
+/**
+ * The sink of a stream that sends nothing, headers included, until its first payload (the model's first
+ * output, or the run's end): the SSE response opens then. An error before it is kept (`error`) for the
+ * route to answer as a plain HTTP error; the client leaving before it aborts the run as usual.
+ */
+function deferredSink (request: FastifyRequest, reply: FastifyReply, open: () => SseWriter, beforeEnd?: () => Promise<void>) {
+  const controller = new AbortController()
+  const left = disconnectSignal(request, reply)
+  const onLeft = () => { controller.abort(left.reason) }
+  left.addEventListener('abort', onLeft, { once: true })
+  let sse: SseWriter | undefined
+  const opened = (): SseWriter => {
+    if (sse === undefined) {
+      left.removeEventListener('abort', onLeft)
+      sse = open()
+      if (sse.signal.aborted) controller.abort(sse.signal.reason)
+      else sse.signal.addEventListener('abort', () => { controller.abort(sse?.signal.reason) }, { once: true })
+    }
+    return sse
+  }
+  const state: { error: unknown, sink: EventSink } = {
+    error: undefined,
+    sink: {
+      logAfterResponse: true,
+      signal: controller.signal,
+      close: () => { left.removeEventListener('abort', onLeft); sse?.end() },
+      send: (payload) => opened().trySend(payload),
+      end: async (payloads) => {
+        await beforeEnd?.()
+        const writer = opened()
+        for (const payload of payloads) await writer.send(payload)
+      },
+      abortMessage: () => undefined,
+      takeError: (error) => {
+        if (sse !== undefined) return false
+        state.error = error
+        return true
+      },
+    },
+  }
+  return { state, started: () => sse !== undefined }
 }
 
 /**
@@ -105,7 +149,14 @@ function createAgent (app: FastifyInstance) {
      */
     async stream (
       request: FastifyRequest, reply: FastifyReply, spec: RunSpec, format: StreamFormat,
-      options: { resumable?: StreamLayout, onOpen?: (streamId: string) => Promise<void> } = {}
+      options: {
+        resumable?: StreamLayout
+        onOpen?: (streamId: string) => Promise<void>
+        /** Send nothing, headers included, before the first payload; an error before it is thrown (a plain HTTP error). */
+        deferHeaders?: boolean
+        /** Awaited before the payloads that end the stream are sent (with `deferHeaders`): the run's state at its end. */
+        beforeEnd?: (state: RunState) => Promise<void>
+      } = {}
     ): Promise<void> {
       app.llm.limiter.assertAvailable()
       // Prepared before the stream opens: a session store that is down is a plain 503.
@@ -119,11 +170,21 @@ function createAgent (app: FastifyInstance) {
         await opened.followed
         return
       }
-      const sse = openSseStream(request, reply, {
+      const open = () => openSseStream(request, reply, {
         heartbeatMs: config.SSE_HEARTBEAT_SECONDS * 1000,
         registry: app.streams,
         formatError: (message) => format.error(message, usage.report()),
       })
+      if (options.deferHeaders === true) {
+        const { beforeEnd } = options
+        const deferred = deferredSink(request, reply, open, beforeEnd === undefined ? undefined : async () => { await beforeEnd(run.state) })
+        await service.stream(contextOf(request, reply, deferred.state.sink.signal), run, format, deferred.state.sink)
+        if (deferred.state.error !== undefined) throw deferred.state.error
+        // The client left before anything was sent: nobody reads an answer (logged as 499).
+        if (!deferred.started()) throw new DOMException('Client closed the request', 'AbortError')
+        return
+      }
+      const sse = open()
       await service.stream(contextOf(request, reply, sse.signal), run, format, clientSink(sse))
     },
   }

@@ -10,6 +10,7 @@ import type { StreamLog } from '../lib/stores/stream-log.js'
 import { createMemoryStreamLog } from '../lib/stores/memory-stream-log.js'
 import { createRedisStreamLog, streamLogConnections } from '../lib/stores/redis-stream-log.js'
 import { createMemoryChatStreamIndex, createRedisChatStreamIndex, type ChatStreamIndex } from '../lib/stores/chat-streams.js'
+import { createMemoryResponseStore, createRedisResponseStore, type ResponseStore } from '../lib/stores/responses.js'
 
 export interface Stores {
   sessions: SessionStore
@@ -19,6 +20,8 @@ export interface Stores {
   streamLog: StreamLog
   /** The latest stream of each UI chat (DECISIONS 16). */
   chatStreams: ChatStreamIndex
+  /** Stored responses of `POST /v1/responses` (DECISIONS 17). */
+  responses: ResponseStore
   /** `redis` when REDIS_URL is set (one Redis or a Redis Cluster), else `memory`. */
   kind: 'memory' | 'redis'
 }
@@ -46,6 +49,7 @@ export default fp<StoresPluginOptions>(async (app, options) => {
       }),
       streamLog: createMemoryStreamLog({ ttlSeconds: config.STREAM_RESUME_TTL_SECONDS }),
       chatStreams: createMemoryChatStreamIndex({ ttlSeconds: config.STREAM_RESUME_TTL_SECONDS, maxEntries: config.MAX_SESSIONS }),
+      responses: createMemoryResponseStore({ ttlSeconds: config.SESSION_TTL_SECONDS, maxEntries: config.MAX_SESSIONS }),
     }
   } else {
     const clientOptions = { logger: app.log, connectionName: 'agent-chat-api' }
@@ -79,6 +83,7 @@ export default fp<StoresPluginOptions>(async (app, options) => {
         ...(config.REDIS_CLUSTER ? { retry: { attempts: 8, delayMs: 250 } } : {}),
       }),
       chatStreams: createRedisChatStreamIndex(redis, { prefix, ttlSeconds: config.STREAM_RESUME_TTL_SECONDS }),
+      responses: createRedisResponseStore(redis, { prefix, ttlSeconds: config.SESSION_TTL_SECONDS }),
     }
     // /ready shows `failed: unavailable` for a failing check; the driver's error goes to the log only.
     app.lifecycle.addCheck('redis', async () => { await redis.ping() })
@@ -93,7 +98,7 @@ export default fp<StoresPluginOptions>(async (app, options) => {
   app.metrics.setActiveSessionsSource(() => stores.sessions.count())
   app.addHook('onClose', async () => {
     await Promise.allSettled([
-      stores.sessions.close(), stores.rateLimit.close(), stores.conversations.close(), stores.streamLog.close(), stores.chatStreams.close(),
+      stores.sessions.close(), stores.rateLimit.close(), stores.conversations.close(), stores.streamLog.close(), stores.chatStreams.close(), stores.responses.close(),
     ])
   })
 }, { name: 'stores', dependencies: ['config', 'lifecycle', 'metrics'], fastify: '5.x' })
