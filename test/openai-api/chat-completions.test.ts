@@ -171,3 +171,16 @@ test('against the fake OpenAI upstream: JSON, stream and gateway tool calls', as
   t.match(gateway.choices[0], { finish_reason: 'tool_calls', message: { tool_calls: [{ id: 'call_z', function: { name: 'lookup', arguments: '{"q":"z"}' } }] } })
   t.same(fake.requests.at(-1)?.body.tools?.map((tool) => (tool['function'] as { name: string }).name), ['lookup'])
 })
+
+test('every /v1 route is in the OpenAPI document; metrics label /v1 requests by route pattern', async (t) => {
+  const { app, client } = await anthropicSetup(t)
+  const doc = (await app.inject({ method: 'GET', url: '/docs/json' })).json() as { paths: Record<string, Record<string, unknown>> }
+  for (const [path, method] of [['/v1/models', 'get'], ['/v1/models/{id}', 'get'], ['/v1/chat/completions', 'post'], ['/v1/responses', 'post'], ['/v1/responses/{id}', 'get'], ['/v1/responses/{id}', 'delete']] as const) {
+    t.ok(doc.paths[path]?.[method], `${method} ${path}`)
+  }
+  const created = await client.responses.create({ model: MODEL, input: 'x' })
+  await client.responses.retrieve(created.id)
+  const metrics = (await app.inject({ method: 'GET', url: '/metrics' })).body
+  t.match(metrics, /endpoint="\/v1\/responses\/:id"/)
+  t.match(metrics, /endpoint="\/v1\/responses"/)
+})
