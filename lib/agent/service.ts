@@ -182,6 +182,7 @@ export function createAgentService (ports: AgentPorts) {
         model: usage.model,
         usage: usage.total,
         usageSource: usage.source,
+        ...(run.spec.user === undefined ? {} : { user: run.spec.user }),
         timestamp: new Date().toISOString(),
       })).catch((error: unknown) => { context.log.error({ err: error }, 'conversation log write failed') })
     }

@@ -30,6 +30,8 @@ export interface RunSpec {
    * one model call, whose tool calls end the run `tool_calls_pending` for the client.
    */
   clientTools?: ToolSpec[] | undefined
+  /** The end user the client names (OpenAI's `user`): written to the conversation log only. */
+  user?: string | undefined
   /** How the model may use the offered tools; default the provider's (auto). */
   toolChoice?: ToolChoice | undefined
 }

@@ -2,7 +2,7 @@
 import { test } from 'tap'
 import OpenAI from 'openai'
 import { MODEL, anthropicSetup, openaiSetup, parseSse } from './helpers.js'
-import { postJson } from '../helpers/fake-app.js'
+import { postJson, waitForConversations } from '../helpers/fake-app.js'
 
 test('models: list in /api/v1/models order, retrieve one, unknown is NotFoundError model_not_found', async (t) => {
   const { client, app } = await anthropicSetup(t)
@@ -38,7 +38,7 @@ test('create: JSON answer in OpenAI shape, the request id exposed, the stream ca
   t.equal(completion.usage?.total_tokens, (completion.usage?.prompt_tokens ?? 0) + (completion.usage?.completion_tokens ?? 0))
   t.notOk('tool_calls' in (completion.choices[0]?.message ?? {}))
   t.ok(response.headers.get('x-request-id'))
-  t.equal(completion._request_id, response.headers.get('x-request-id'))
+  t.equal((completion as { _request_id?: string | null })._request_id, response.headers.get('x-request-id'))
   const sent = fake.requests[0]?.body
   t.equal(sent?.max_tokens, 100, 'max_completion_tokens wins over max_tokens')
   t.match(JSON.stringify(sent?.system), /Be brief\.\\n\\nBe kind\./)
@@ -71,7 +71,7 @@ test('agent mode: the server tool runs inside the request; texts of two model ca
   const { client, fake } = await anthropicSetup(t)
   const script = () => fake.enqueue(
     { kind: 'tool_use', text: 'Let me compute.', tools: [{ name: 'calculate_expression', input: { expression: '2+2' } }] },
-    { kind: 'text', text: 'It is 4.' },
+    { kind: 'text', text: 'It is 4.' }
   )
   script()
   const completion = await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'what is 2+2?' }] })
@@ -106,7 +106,7 @@ test('gateway mode: runTools round trip with a client function; only the client 
   const { client, fake } = await anthropicSetup(t)
   fake.enqueue(
     { kind: 'tool_use', tools: [{ name: 'get_weather', input: { city: 'Paris' }, id: 'toolu_weather_1' }] },
-    { kind: 'text', text: 'Sunny in Paris.' },
+    { kind: 'text', text: 'Sunny in Paris.' }
   )
   const calls: unknown[] = []
   const runner = client.chat.completions.runTools({
@@ -183,4 +183,15 @@ test('every /v1 route is in the OpenAPI document; metrics label /v1 requests by 
   const metrics = (await app.inject({ method: 'GET', url: '/metrics' })).body
   t.match(metrics, /endpoint="\/v1\/responses\/:id"/)
   t.match(metrics, /endpoint="\/v1\/responses"/)
+})
+
+test('the conversation log records /v1 exchanges with the client-named user', async (t) => {
+  const { app, client } = await anthropicSetup(t)
+  await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'log me' }], user: 'end-user-7' })
+  await client.responses.create({ model: MODEL, input: 'log me too', user: 'end-user-8' })
+  const records = await waitForConversations(app, 2)
+  t.match(records, [
+    { reply: 'Echo: log me', user: 'end-user-7', model: MODEL, messages: [{ role: 'user', content: 'log me' }] },
+    { reply: 'Echo: log me too', user: 'end-user-8' },
+  ])
 })

@@ -13,7 +13,7 @@ async function errorOf (url: string, path: string, body: unknown, init: RequestI
   return { status: response.status, error: json.error, headers: response.headers }
 }
 
-const user = (content: unknown) => ({ role: 'user', content })
+const user = (content: unknown) => ({ role: 'user' as const, content: content as string })
 
 test('validation failures are 400 invalid_request_error with the offending param in OpenAI notation', async (t) => {
   const { url, fake } = await anthropicSetup(t)
@@ -71,7 +71,7 @@ test('SDK error classes: AuthenticationError, RateLimitError with Retry-After, B
   const auth = await wrong.models.list().catch((e: unknown) => e)
   t.ok(auth instanceof OpenAI.AuthenticationError)
   t.match(auth, { status: 401, code: 'invalid_api_key', type: 'invalid_request_error' })
-  t.equal((auth as OpenAI.APIError).headers?.get('www-authenticate'), 'Bearer')
+  t.equal((auth as InstanceType<typeof OpenAI.APIError>).headers?.get('www-authenticate'), 'Bearer')
   const good = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'sk-good', maxRetries: 0 })
   const bad = await good.chat.completions.create({ model: MODEL, messages: [], n: 1 }).catch((e: unknown) => e)
   t.ok(bad instanceof OpenAI.BadRequestError)
@@ -80,9 +80,9 @@ test('SDK error classes: AuthenticationError, RateLimitError with Retry-After, B
   const limited = await good.models.list().catch((e: unknown) => e)
   t.ok(limited instanceof OpenAI.RateLimitError)
   t.match(limited, { status: 429, type: 'requests', code: 'rate_limit_exceeded' })
-  t.ok((limited as OpenAI.APIError).headers?.get('retry-after'))
-  t.ok((limited as OpenAI.APIError).headers?.get('x-ratelimit-limit'))
-  t.not((limited as OpenAI.APIError).headers?.get('x-should-retry'), 'false')
+  t.ok((limited as InstanceType<typeof OpenAI.APIError>).headers?.get('retry-after'))
+  t.ok((limited as InstanceType<typeof OpenAI.APIError>).headers?.get('x-ratelimit-limit'))
+  t.not((limited as InstanceType<typeof OpenAI.APIError>).headers?.get('x-should-retry'), 'false')
   t.ok(client)
 })
 
@@ -93,7 +93,7 @@ test('an upstream that keeps failing: 502 api_error with x-should-retry false, s
   const error = await client.chat.completions.create({ model: MODEL, messages: [user('x')] }).catch((e: unknown) => e)
   t.ok(error instanceof OpenAI.InternalServerError)
   t.match(error, { status: 502, type: 'api_error', code: null, param: null, message: /Model call failed: / })
-  t.equal((error as OpenAI.APIError).headers?.get('x-should-retry'), 'false')
+  t.equal((error as InstanceType<typeof OpenAI.APIError>).headers?.get('x-should-retry'), 'false')
   t.equal(fake.requests.length, 2, 'LLM_MAX_ATTEMPTS upstream calls, no SDK retry')
 
   // A stream that fails before its first output: a plain 502 JSON, no headers of a stream.
@@ -102,7 +102,7 @@ test('an upstream that keeps failing: 502 api_error with x-should-retry false, s
   const streamError = await client.chat.completions.create({ model: MODEL, messages: [user('x')], stream: true }).catch((e: unknown) => e)
   t.ok(streamError instanceof OpenAI.InternalServerError)
   t.match(streamError, { status: 502 })
-  t.match((streamError as OpenAI.APIError).headers?.get('content-type'), /application\/json/)
+  t.match((streamError as InstanceType<typeof OpenAI.APIError>).headers?.get('content-type'), /application\/json/)
   t.equal(fake.requests.length, 2)
 })
 

@@ -48,7 +48,7 @@ test('delete body for raw clients; store:false keeps nothing', async (t) => {
   const deleted = await fetch(`${url}/v1/responses/${kept.id}`, { method: 'DELETE' })
   t.same(await deleted.json(), { id: kept.id, object: 'response', deleted: true })
   const unstored = await client.responses.create({ model: MODEL, input: 'forget me', store: false })
-  t.equal(unstored.store, false)
+  t.equal((unstored as { store?: unknown }).store, false)
   t.equal((await fetch(`${url}/v1/responses/${unstored.id}`)).status, 404)
   const cont = await client.responses.create({ model: MODEL, input: 'more', previous_response_id: unstored.id }).catch((e: unknown) => e)
   t.ok(cont instanceof OpenAI.BadRequestError)
@@ -115,7 +115,7 @@ test('agent mode: server tool runs are mcp_call items between the message items 
   const { client, fake } = await anthropicSetup(t)
   const script = () => fake.enqueue(
     { kind: 'tool_use', text: 'Computing.', tools: [{ name: 'calculate_expression', input: { expression: '6*7' } }] },
-    { kind: 'text', text: 'It is 42.' },
+    { kind: 'text', text: 'It is 42.' }
   )
   script()
   const response = await client.responses.create({ model: MODEL, input: 'what is 6*7?' })

@@ -95,6 +95,7 @@ export function planChatCompletion (body: ChatCompletionRequest): ChatCompletion
       maxTokens: body.max_completion_tokens ?? body.max_tokens ?? undefined,
       temperature: body.temperature ?? undefined,
       tools: 'ungated',
+      user: body.user ?? undefined,
       ...(gateway ? { clientTools: tools } : {}),
       ...(toolChoice === undefined ? {} : { toolChoice }),
     },

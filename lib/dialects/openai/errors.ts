@@ -17,7 +17,7 @@ export class OpenAIError extends Error {
     message: string,
     readonly param: string | null = null,
     readonly code: string | null = null,
-    readonly type = 'invalid_request_error',
+    readonly type = 'invalid_request_error'
   ) {
     super(message)
   }

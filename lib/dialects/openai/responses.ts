@@ -103,6 +103,7 @@ export function planResponse (body: ResponsesRequest, history: readonly ChatTurn
       maxTokens: body.max_output_tokens ?? undefined,
       temperature: body.temperature ?? undefined,
       tools: 'ungated',
+      user: body.user ?? undefined,
       ...(gateway ? { clientTools: tools } : {}),
       ...(toolChoice === undefined ? {} : { toolChoice }),
     },
@@ -264,7 +265,7 @@ export function responsesEvents (options: { model: string, builder: ReturnType<t
     payloads.push(
       emit('response.output_text.done', { item_id: id, output_index: index, content_index: 0, text, logprobs: [] }),
       emit('response.content_part.done', { item_id: id, output_index: index, content_index: 0, part }),
-      emit('response.output_item.done', { output_index: index, item }),
+      emit('response.output_item.done', { output_index: index, item })
     )
     return payloads
   }
@@ -280,7 +281,7 @@ export function responsesEvents (options: { model: string, builder: ReturnType<t
             emit('response.output_item.added', { output_index: message.index, item: output[message.index] }),
             emit('response.content_part.added', {
               item_id: message.id, output_index: message.index, content_index: 0, part: { type: 'output_text', text: '', annotations: [] },
-            }),
+            })
           )
         }
         message.text += event.data
@@ -292,8 +293,13 @@ export function responsesEvents (options: { model: string, builder: ReturnType<t
       case 'tool_call': {
         const payloads = closeMessage(opening())
         const item: Item = {
-          type: 'mcp_call', id: openAIId('mcp_'), ...mcpIdentity(event.data.tool, sourceOf),
-          arguments: argumentsText(event.data.args), output: null, error: null, status: 'in_progress',
+          type: 'mcp_call',
+          id: openAIId('mcp_'),
+          ...mcpIdentity(event.data.tool, sourceOf),
+          arguments: argumentsText(event.data.args),
+          output: null,
+          error: null,
+          status: 'in_progress',
         }
         calls.set(event.callId, output.length)
         output.push(item)
@@ -346,7 +352,7 @@ export function responsesEvents (options: { model: string, builder: ReturnType<t
           emit('response.output_item.added', { output_index: index, item: { ...item, arguments: '', status: 'in_progress' } }),
           emit('response.function_call_arguments.delta', { item_id: item['id'], output_index: index, delta: args }),
           emit('response.function_call_arguments.done', { item_id: item['id'], output_index: index, name: call.name, arguments: args }),
-          emit('response.output_item.done', { output_index: index, item }),
+          emit('response.output_item.done', { output_index: index, item })
         )
       }
       return finish(finishedStatus(finishReason), usage, payloads)
