@@ -3,6 +3,8 @@ import { test } from 'tap'
 import OpenAI from 'openai'
 import { MODEL, anthropicSetup, parseSse } from './helpers.js'
 import { postJson } from '../helpers/fake-app.js'
+import { openAIErrorOf } from '../../lib/dialects/openai/errors.js'
+import { HttpError } from '../../lib/errors.js'
 
 const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=='
 
@@ -135,4 +137,36 @@ test('CORS preflight on /v1 allows the SDK headers', async (t) => {
   for (const header of ['authorization', 'content-type', 'x-stainless-os', 'x-stainless-retry-count', 'openai-organization', 'openai-project']) {
     t.ok(allowed.includes(header), header)
   }
+})
+
+test('budget refusals in OpenAI shape: tokens are rate_limit_exceeded, USD is insufficient_quota without retries', async (t) => {
+  const tokens = openAIErrorOf(new HttpError(429, 'Budget exceeded: tokens per minute', { 'retry-after': '17' }))
+  t.same(tokens, {
+    status: 429,
+    body: { error: { message: 'Budget exceeded: tokens per minute', type: 'tokens', param: null, code: 'rate_limit_exceeded' } },
+    headers: { 'retry-after': '17' },
+  })
+  const usd = openAIErrorOf(new HttpError(429, 'Budget exceeded: USD per day', { 'retry-after': '3600' }))
+  t.match(usd, { status: 429, body: { error: { type: 'insufficient_quota', code: 'insufficient_quota' } }, headers: { 'retry-after': '3600', 'x-should-retry': 'false' } })
+  t.match(openAIErrorOf(new HttpError(503, 'Budget store unavailable', { 'retry-after': '1' })), { status: 503, body: { error: { type: 'api_error' } } })
+  t.notOk('x-should-retry' in openAIErrorOf(new HttpError(503, 'Draining')).headers)
+})
+
+test('a body over 20 MB is 413 in OpenAI shape', async (t) => {
+  const { url } = await anthropicSetup(t)
+  const { status, error } = await errorOf(url, '/chat/completions', { model: MODEL, messages: [user('x'.repeat(21 * 1024 * 1024))] })
+  t.equal(status, 413)
+  t.match(error, { type: 'invalid_request_error', param: null })
+})
+
+test('a client leaving a stream before its first output aborts the model call', async (t) => {
+  const { url, fake } = await anthropicSetup(t)
+  fake.enqueue({ kind: 'hang' })
+  const controller = new AbortController()
+  const pending = postJson(`${url}/v1/chat/completions`, { model: MODEL, messages: [user('x')], stream: true }, { signal: controller.signal }).catch((e: unknown) => e)
+  await fake.waitForRequests(1)
+  controller.abort()
+  t.match(await pending, { name: 'AbortError' })
+  const record = await fake.settled(0)
+  t.ok(record.aborted, 'the upstream request was aborted')
 })
