@@ -112,7 +112,7 @@ test('a hook that refuses a model call stops the run before the call; the error 
     }),
   }
   const service = createAgentService(ports([refuse]))
-  await t.rejects(service.json(context(), { messages: [{ role: 'user', content: 'hi' }], tools: [] }, 'test'), { statusCode: 429 })
+  await t.rejects(service.json(context(), { messages: [{ role: 'user', content: 'hi' }], tools: [] }, 'test'), { name: 'HttpError', statusCode: 429 })
   t.equal(calls, 1)
 })
 
