@@ -21,6 +21,9 @@ export interface ChatCompletionPlan {
 
 const TEXT_PARTS = ['text']
 
+/** Stands for the text in the prebuilt content chunk (split out again at once). */
+const TEXT_MARK = '\u0000text\u0000'
+
 /** The client's function tools (gateway mode when any). */
 function clientTools (tools: ChatCompletionRequest['tools']): ToolSpec[] {
   return (tools ?? []).map((tool, i) => {
@@ -175,6 +178,8 @@ export function chatCompletionChunks (options: { model: string, includeUsage: bo
     '[DONE]',
   ]
   const error = (message: string): string => JSON.stringify({ error: { message, type: 'api_error', param: null, code: null } })
+  // A text delta is the hot path (one per token): the chunk around it is built once, the text alone encoded.
+  const [textHead, textTail] = chunk({ content: TEXT_MARK }).split(JSON.stringify(TEXT_MARK)) as [string, string]
   return {
     name: 'openai-chat',
     event (event: AgentEvent) {
@@ -183,7 +188,9 @@ export function chatCompletionChunks (options: { model: string, includeUsage: bo
       const text = wroteText && !stepWroteText ? `\n\n${event.data}` : event.data
       wroteText = true
       stepWroteText = true
-      return start([chunk({ content: text })])
+      const payload = textHead + JSON.stringify(text) + textTail
+      // A single string (not a list) once started: the service sends it without an extra await.
+      return started ? payload : start([payload])
     },
     done: ({ usage, finishReason }) => ending(usage, finishReasonOf(finishReason, 0)),
     paused: ({ usage, pending, finishReason }) => {
