@@ -187,3 +187,16 @@ test('responses against the fake OpenAI upstream', async (t) => {
   const stream = client.responses.stream({ model: 'llama3.2', input: 'streamed', previous_response_id: response.id })
   t.equal((await stream.finalResponse()).output_text, 'Echo: streamed')
 })
+
+test('stopped at the output limit: Responses status incomplete (max_output_tokens), Chat Completions finish_reason length; unknown fields ignored', async (t) => {
+  const { client, fake, url } = await anthropicSetup(t)
+  fake.enqueue({ kind: 'text', text: 'cut short', stopReason: 'max_tokens' })
+  const response = await client.responses.create({ model: MODEL, input: 'long story', max_output_tokens: 5 })
+  t.equal(response.status, 'incomplete')
+  t.same(response.incomplete_details, { reason: 'max_output_tokens' })
+  fake.enqueue({ kind: 'text', text: 'cut short', stopReason: 'max_tokens' })
+  const raw = await postJson(`${url}/v1/chat/completions`, { model: MODEL, messages: [{ role: 'user', content: 'x' }], resumable: true, frequency_penalty: 0, seed: 1 })
+  t.equal(raw.status, 200)
+  t.match(await raw.json(), { choices: [{ finish_reason: 'length', message: { content: 'cut short' } }] })
+  t.notOk(raw.headers.get('x-stream-id'), 'resumable is not offered on /v1')
+})
