@@ -6,10 +6,10 @@ import { createAgentService, type AgentPorts, type EventSink, type RunContext } 
 import { isRunState } from '../../lib/agent/state.js'
 import { HttpError } from '../../lib/errors.js'
 import { findArithmeticExpression } from '../../lib/llm/arithmetic-in-text.js'
-import { createOfflineProvider } from '../../lib/llm/offline.js'
+import { createOfflineProvider } from '../../lib/llm/providers/offline/provider.js'
 import { createModelRouter } from '../../lib/llm/router.js'
 import { createMemoryConversationLog, createMemorySessionStore } from '../../lib/stores/memory.js'
-import { agentEvents } from '../../lib/stream-formats.js'
+import { agentEvents } from '../../lib/dialects/agent-events/format.js'
 import { CALCULATOR_TOOL, KNOWLEDGE_BASE_TOOL } from '../../lib/tools/builtin.js'
 import { BUILT_IN_DOCUMENTS, createKnowledgeBase } from '../../lib/tools/knowledge-base.js'
 import { createToolRegistry } from '../../lib/tools/registry.js'
@@ -112,7 +112,7 @@ test('a hook that refuses a model call stops the run before the call; the error 
     }),
   }
   const service = createAgentService(ports([refuse]))
-  await t.rejects(service.json(context(), { messages: [{ role: 'user', content: 'hi' }], tools: [] }, 'test'), { name: 'HttpError', statusCode: 429 })
+  await t.rejects(service.json(context(), { messages: [{ role: 'user', content: 'hi' }], tools: [] }, 'test'), new HttpError(429, 'Budget exceeded: tokens per minute'))
   t.equal(calls, 1)
 })
 

@@ -3,7 +3,8 @@ import { test } from 'tap'
 import OpenAI from 'openai'
 import { MODEL, anthropicSetup, parseSse } from './helpers.js'
 import { postJson } from '../helpers/fake-app.js'
-import { openAIErrorOf } from '../../lib/dialects/openai/errors.js'
+import { classifyError } from '../../lib/dialects/errors.js'
+import { openAIErrors } from '../../lib/dialects/openai/errors.js'
 import { HttpError } from '../../lib/errors.js'
 
 const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=='
@@ -139,6 +140,9 @@ test('CORS preflight on /v1 allows the SDK headers', async (t) => {
   }
 })
 
+/** The answer the /v1 renderer gives for `error`. */
+const openAIErrorOf = (error: Error) => openAIErrors.render(classifyError(error), { debug: false })
+
 test('budget refusals in OpenAI shape: tokens are rate_limit_exceeded, USD is insufficient_quota without retries', async (t) => {
   const tokens = openAIErrorOf(new HttpError(429, 'Budget exceeded: tokens per minute', { 'retry-after': '17' }))
   t.same(tokens, {
@@ -149,7 +153,7 @@ test('budget refusals in OpenAI shape: tokens are rate_limit_exceeded, USD is in
   const usd = openAIErrorOf(new HttpError(429, 'Budget exceeded: USD per day', { 'retry-after': '3600' }))
   t.match(usd, { status: 429, body: { error: { type: 'insufficient_quota', code: 'insufficient_quota' } }, headers: { 'retry-after': '3600', 'x-should-retry': 'false' } })
   t.match(openAIErrorOf(new HttpError(503, 'Budget store unavailable', { 'retry-after': '1' })), { status: 503, body: { error: { type: 'api_error' } } })
-  t.notOk('x-should-retry' in openAIErrorOf(new HttpError(503, 'Draining')).headers)
+  t.notOk('x-should-retry' in (openAIErrorOf(new HttpError(503, 'Draining')).headers ?? {}))
 })
 
 test('a body over 20 MB is 413 in OpenAI shape', async (t) => {

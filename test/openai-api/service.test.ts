@@ -2,7 +2,7 @@
 import { test } from 'tap'
 import { createAgentService, type AgentPorts, type RunContext } from '../../lib/agent/service.js'
 import { findArithmeticExpression } from '../../lib/llm/arithmetic-in-text.js'
-import { createOfflineProvider } from '../../lib/llm/offline.js'
+import { createOfflineProvider } from '../../lib/llm/providers/offline/provider.js'
 import { createModelRouter } from '../../lib/llm/router.js'
 import { createMemoryConversationLog, createMemorySessionStore } from '../../lib/stores/memory.js'
 import { CALCULATOR_TOOL, KNOWLEDGE_BASE_TOOL } from '../../lib/tools/builtin.js'

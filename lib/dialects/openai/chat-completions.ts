@@ -4,7 +4,7 @@ import type { RunSpec } from '../../agent/spec.js'
 import type { RunState } from '../../agent/state.js'
 import type { AgentEvent, UsageReport } from '../../agent/events.js'
 import type { ChatTurn, ContentBlock, ToolSpec, Usage } from '../../llm/types.js'
-import type { StreamFormat } from '../../stream-formats.js'
+import type { StreamFormat } from '../../agent/stream-format.js'
 import type { ChatCompletionRequest } from './schemas.js'
 import {
   ImageBudget, clientTool, field, lastToolUseIds, parseArguments, pushTurn, textOnly, toolChoiceOf, userContent,

@@ -4,7 +4,7 @@ import type { RunSpec } from '../../agent/spec.js'
 import type { PendingCall, RunState } from '../../agent/state.js'
 import type { ChatTurn, ContentBlock, ToolSpec, Usage } from '../../llm/types.js'
 import { namedEvent } from '../../http/sse.js'
-import type { StreamFormat } from '../../stream-formats.js'
+import type { StreamFormat } from '../../agent/stream-format.js'
 import type { ResponsesRequest } from './schemas.js'
 import {
   ImageBudget, clientTool, field, lastToolUseIds, parseArguments, pushTurn, textOnly, toolChoiceOf, userContent,

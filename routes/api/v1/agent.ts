@@ -1,7 +1,7 @@
 // POST /api/v1/agent/stream: the agent with every tool, as typed JSON events (SPEC section 6.2).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { chatRunSpec } from '../../../lib/agent/conversation.js'
-import { agentEvents } from '../../../lib/stream-formats.js'
+import { agentEvents } from '../../../lib/dialects/agent-events/format.js'
+import { chatRunSpec } from '../../../lib/dialects/v1/request.js'
 import { resumableIn } from '../../../plugins/resumable.js'
 import { SseResponse, chatRequestSchema } from '../../../schemas/chat.js'
 import { modelErrorResponses } from '../../../schemas/common.js'
