@@ -195,3 +195,29 @@ test('the conversation log records /v1 exchanges with the client-named user', as
     { reply: 'Echo: log me too', user: 'end-user-8' },
   ])
 })
+
+test('tool_choice reaches the providers: Anthropic auto/any/tool, OpenAI auto/required/function; none offers no tools', async (t) => {
+  const tools: OpenAI.ChatCompletionTool[] = [{ type: 'function', function: { name: 'lookup' } }, { type: 'function', function: { name: 'other' } }]
+  const choices: Array<[OpenAI.ChatCompletionToolChoiceOption, unknown, unknown]> = [
+    ['auto', { type: 'auto' }, 'auto'],
+    ['required', { type: 'any' }, 'required'],
+    [{ type: 'function', function: { name: 'other' } }, { type: 'tool', name: 'other' }, { type: 'function', function: { name: 'other' } }],
+  ]
+  const anthropic = await anthropicSetup(t)
+  const openai = await openaiSetup(t)
+  for (const [choice, anthropicWire, openaiWire] of choices) {
+    await anthropic.client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'x' }], tools, tool_choice: choice })
+    t.same(anthropic.fake.requests.at(-1)?.body['tool_choice'], anthropicWire, `anthropic ${JSON.stringify(choice)}`)
+    await openai.client.chat.completions.create({ model: 'llama3.2', messages: [{ role: 'user', content: 'x' }], tools, tool_choice: choice })
+    t.same(openai.fake.requests.at(-1)?.body['tool_choice'], openaiWire, `openai ${JSON.stringify(choice)}`)
+  }
+  await anthropic.client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'x' }], tools, tool_choice: 'none' })
+  t.notOk(anthropic.fake.requests.at(-1)?.body.tools, 'none: no tools sent')
+  t.notOk(anthropic.fake.requests.at(-1)?.body['tool_choice'])
+  await openai.client.chat.completions.create({ model: 'llama3.2', messages: [{ role: 'user', content: 'x' }], tools, tool_choice: 'none' })
+  t.notOk(openai.fake.requests.at(-1)?.body.tools, 'none: no tools sent')
+  await anthropic.client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'x' }] })
+  t.notOk(anthropic.fake.requests.at(-1)?.body['tool_choice'], 'agent mode sends no tool_choice')
+  const unknown = await anthropic.client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'x' }], tools, tool_choice: { type: 'function', function: { name: 'nope' } } }).catch((e: unknown) => e)
+  t.match(unknown, { status: 400, param: 'tool_choice' })
+})
