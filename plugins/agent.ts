@@ -70,27 +70,31 @@ function deferredSink (request: FastifyRequest, reply: FastifyReply, open: () =>
     }
     return sse
   }
-  const state: { error: unknown, sink: EventSink } = {
-    error: undefined,
-    sink: {
-      logAfterResponse: true,
-      signal: controller.signal,
-      close: () => { left.removeEventListener('abort', onLeft); sse?.end() },
-      send: (payload) => opened().trySend(payload),
-      end: async (payloads) => {
-        await beforeEnd?.()
-        const writer = opened()
-        for (const payload of payloads) await writer.send(payload)
-      },
-      abortMessage: () => undefined,
-      takeError: (error) => {
-        if (sse !== undefined) return false
-        state.error = error
-        return true
-      },
+  let failure: { error: unknown } | undefined
+  const sink: EventSink = {
+    logAfterResponse: true,
+    signal: controller.signal,
+    close: () => { left.removeEventListener('abort', onLeft); sse?.end() },
+    send: (payload) => opened().trySend(payload),
+    end: async (payloads) => {
+      await beforeEnd?.()
+      const writer = opened()
+      for (const payload of payloads) await writer.send(payload)
+    },
+    abortMessage: () => undefined,
+    takeError: (error) => {
+      if (sse !== undefined) return false
+      failure = { error }
+      return true
     },
   }
-  return { state, started: () => sse !== undefined }
+  return {
+    sink,
+    /** Whether the response opened (a payload was sent). */
+    started: () => sse !== undefined,
+    /** The run's error when it failed before the response opened. */
+    failure: () => failure,
+  }
 }
 
 /**
@@ -178,8 +182,9 @@ function createAgent (app: FastifyInstance) {
       if (options.deferHeaders === true) {
         const { beforeEnd } = options
         const deferred = deferredSink(request, reply, open, beforeEnd === undefined ? undefined : async () => { await beforeEnd(run.state) })
-        await service.stream(contextOf(request, reply, deferred.state.sink.signal), run, format, deferred.state.sink)
-        if (deferred.state.error !== undefined) throw deferred.state.error
+        await service.stream(contextOf(request, reply, deferred.sink.signal), run, format, deferred.sink)
+        const failure = deferred.failure()
+        if (failure !== undefined) throw failure.error
         // The client left before anything was sent: nobody reads an answer (logged as 499).
         if (!deferred.started()) throw new DOMException('Client closed the request', 'AbortError')
         return
