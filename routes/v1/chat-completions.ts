@@ -3,9 +3,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { chatCompletion, chatCompletionChunks, planChatCompletion } from '../../lib/dialects/openai/chat-completions.js'
 import { OpenAIError } from '../../lib/dialects/openai/errors.js'
 import {
-  ChatCompletionRequestSchema, ChatCompletionSchema, OpenAISseResponse, openAIErrorResponses,
+  ChatCompletionRequestSchema, ChatCompletionSchema, OPENAI_BODY_LIMIT, OpenAISseResponse, openAIErrorResponses,
 } from '../../lib/dialects/openai/schemas.js'
-import { OPENAI_BODY_LIMIT } from './limits.js'
 
 const chatCompletionsRoute: FastifyPluginAsyncTypebox = async (app) => {
   const listed = new Set(app.config.models)

@@ -5,10 +5,9 @@ import { sessionStoreDown } from '../../lib/errors.js'
 import { OpenAIError, invalidRequest } from '../../lib/dialects/openai/errors.js'
 import { finishedStatus, outputItems, planResponse, responseBuilder, responsesEvents } from '../../lib/dialects/openai/responses.js'
 import {
-  DeletedResponse, OpenAIErrorSchema, OpenAISseResponse, ResponseObjectSchema, ResponsesRequestSchema, openAIErrorResponses,
+  DeletedResponse, OPENAI_BODY_LIMIT, OpenAIErrorSchema, OpenAISseResponse, ResponseObjectSchema, ResponsesRequestSchema, openAIErrorResponses,
 } from '../../lib/dialects/openai/schemas.js'
 import type { StoredResponse } from '../../lib/stores/responses.js'
-import { OPENAI_BODY_LIMIT } from './limits.js'
 
 const notFound = (id: string) => new OpenAIError(404, `No response found with id '${id}'.`)
 

@@ -3,8 +3,7 @@ import type { AgentEvent, UsageReport } from '../../agent/events.js'
 import type { RunSpec } from '../../agent/spec.js'
 import type { PendingCall, RunState } from '../../agent/state.js'
 import type { ChatTurn, ContentBlock, ToolSpec, Usage } from '../../llm/types.js'
-import { namedEvent } from '../../http/sse.js'
-import type { StreamFormat } from '../../agent/stream-format.js'
+import { namedEvent, type StreamFormat } from '../../agent/stream-format.js'
 import type { ResponsesRequest } from './schemas.js'
 import {
   ImageBudget, clientTool, field, lastToolUseIds, parseArguments, pushTurn, textOnly, toolChoiceOf, userContent,

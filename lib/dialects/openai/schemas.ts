@@ -1,6 +1,9 @@
 // Request and answer schemas of /v1/* (README "OpenAI-compatible API"): validation of the shapes, the OpenAPI document; finer checks in the dialects.
 import { Type, type Static } from 'typebox'
 
+/** Body limit of the /v1 routes that take images: 20 MB, as OpenAI's. */
+export const OPENAI_BODY_LIMIT = 20 * 1024 * 1024
+
 const Nullable = <T extends Parameters<typeof Type.Optional>[0]>(schema: T) => Type.Optional(Type.Union([schema, Type.Null()]))
 
 const MaxTokens = Type.Integer({ minimum: 1, maximum: 8192 })
