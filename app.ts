@@ -22,11 +22,11 @@ import authPlugin from './plugins/auth.js'
 import rateLimitPlugin from './plugins/rate-limit.js'
 import { unversionedErrors } from './lib/dialects/session/errors.js'
 import { createErrorHandler } from './lib/http/errors.js'
-import { arrayLengthGuard, maxTotalCharsKeyword } from './lib/validation.js'
+import { arrayLengthGuard, maxTotalCharsKeyword } from './lib/input/validation.js'
 import { BODY_LIMIT_BYTES } from './schemas/chat.js'
 import unversionedLayout from './routes/unversioned.js'
 import versionedLayout from './routes/api/versioned.js'
-import openAIScope from './routes/v1/index.js'
+import openAIScope from './routes/v1/scope.js'
 
 export interface BuildAppOptions {
   /** A resolved config; else one is loaded from `env` (or process.env and .env when neither is given). */

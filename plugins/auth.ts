@@ -5,7 +5,7 @@
 import fp from 'fastify-plugin'
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { FastifyRequest } from 'fastify'
-import { HttpError } from '../lib/errors.js'
+import { HttpError } from '../lib/domain/errors.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {

@@ -177,7 +177,8 @@ export default fp(async (app) => {
     onSourceError: (error) => { app.log.warn({ err: error }, 'active sessions source failed; gauge keeps its last value') },
   })
   app.decorate('metrics', metrics)
-  app.runHooks.add(createMetricsHooks(metrics))
+  // Runs feed the model-call, tool and token metrics through the run hooks (absent when an app registers metrics alone).
+  if (app.hasDecorator('runHooks')) app.runHooks.add(createMetricsHooks(metrics))
 
   app.lifecycle.onResponseClosed((reply) => {
     const { request } = reply
@@ -187,4 +188,4 @@ export default fp(async (app) => {
   app.addHook('onClose', async () => {
     metrics.registry.clear()
   })
-}, { name: 'metrics', dependencies: ['lifecycle', 'run-hooks'], fastify: '5.x' })
+}, { name: 'metrics', dependencies: ['lifecycle'], fastify: '5.x' })

@@ -1,8 +1,8 @@
 // Run hooks: the one interface for everything measured or enforced around a run (metrics, budgets, traces).
 import type { ModelCallHooks, ModelCallObserver } from '../llm/hooks.js'
 import { composeModelCallObservers } from '../llm/hooks.js'
-import type { Usage } from '../llm/types.js'
-import type { UsageSource } from './events.js'
+import type { Usage } from '../domain/types.js'
+import type { UsageSource } from '../domain/types.js'
 
 /** Who runs what, as the hooks see it when a run starts. */
 export interface RunInfo {

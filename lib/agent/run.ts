@@ -1,8 +1,9 @@
 // The agent loop in steps: call the model, run the tools it asks for, until it answers or a call must wait.
-import { AgentError } from '../errors.js'
+import { AgentError } from '../domain/errors.js'
 import { throwIfAborted } from '../llm/abort.js'
 import { cutCallUsage } from '../llm/tokens.js'
-import type { LLMProvider, ModelRequest, ModelResponse, ToolResultBlock, ToolSpec, Usage } from '../llm/types.js'
+import type { LLMProvider, ModelRequest, ModelResponse } from '../llm/types.js'
+import type { ToolResultBlock, ToolSpec, Usage } from '../domain/types.js'
 import type { ToolResult } from '../tools/registry.js'
 import type { AgentEvent } from './events.js'
 import type { RunObserver } from './hooks.js'

@@ -1,7 +1,8 @@
 // The agent service without Fastify: prepare a run, load and save memory, drive the runner, pump events into a sink, log.
-import { AgentError, HttpError, LLMServiceError, publicErrorText, sessionStoreDown } from '../errors.js'
+import { AgentError, HttpError, LLMServiceError, publicErrorText, sessionStoreDown } from '../domain/errors.js'
 import { isAbortError } from '../llm/abort.js'
-import type { ChatTurn, LLMProvider } from '../llm/types.js'
+import type { LLMProvider } from '../llm/types.js'
+import type { ChatTurn } from '../domain/types.js'
 import { boundConversationRecord } from '../stores/conversation-bounds.js'
 import type { ConversationLog, SessionStore } from '../stores/types.js'
 import type { StreamFormat } from './stream-format.js'

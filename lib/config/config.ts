@@ -3,11 +3,12 @@
 import { envSchema } from 'env-schema'
 import { isIP } from 'node:net'
 import { EnvSchema, type Env } from '../../schemas/config.js'
-import { ConfigError } from '../errors.js'
+import { ConfigError } from '../domain/errors.js'
 import { isProviderKind, providerNamesText, type ProviderKind } from '../llm/providers/registry.js'
 import { checkRedisSettings } from '../stores/redis-url.js'
 import { loadKnowledgeBaseFile } from './knowledge-base-file.js'
-import { loadMcpConfig, type McpServerConfig } from './mcp-file.js'
+import { loadMcpConfig } from './mcp-file.js'
+import type { McpServerConfig } from '../tools/mcp/server-config.js'
 import { resolveModels } from './models.js'
 
 export { ConfigError }

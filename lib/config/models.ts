@@ -1,7 +1,7 @@
 // The model table (README, "Models and providers"): MODELS entries or MODELS_FILE resolved to one route per client-visible name.
 import Value from 'typebox/value'
 import { DEFAULT_MODELS, type Env } from '../../schemas/config.js'
-import { ConfigError } from '../errors.js'
+import { ConfigError } from '../domain/errors.js'
 import { PROVIDER_KINDS, PROVIDER_NAMES, isProviderKind, providerNamesText, type ProviderKind } from '../llm/providers/registry.js'
 import { ModelsFile, type ModelsFileBody } from './models-file.js'
 import { readSettingsFile } from './settings-file.js'

@@ -1,11 +1,12 @@
 // The model router (DECISIONS section 14): one provider per model name, fallback before the first output, cooldown.
-import { LLMServiceError } from '../errors.js'
+import { LLMServiceError } from '../domain/errors.js'
 import { isAbortError } from './abort.js'
 import type { ModelCallEnd, ModelCallObserver } from './hooks.js'
 import { withLimiter, type Limiter } from './limiter.js'
 import { isRetryableError } from './retry.js'
 import { cutCallUsage } from './tokens.js'
-import type { LLMProvider, ModelRequest, ModelResponse, ModelStreamEvent, Usage } from './types.js'
+import type { LLMProvider, ModelRequest, ModelResponse, ModelStreamEvent } from './types.js'
+import type { Usage } from '../domain/types.js'
 
 /** One model as the router sees it. */
 export interface RouterModel {

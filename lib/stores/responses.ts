@@ -1,5 +1,5 @@
 // Stored responses of POST /v1/responses (README "OpenAI-compatible API"): per identity, for a fixed time from creation, in process or in Redis.
-import type { ChatTurn } from '../llm/types.js'
+import type { ChatTurn } from '../domain/types.js'
 import { hashKey, type RedisConnection } from './redis-client.js'
 
 /** One stored response: the object `GET /v1/responses/{id}` answers, and the conversation a continuation reads. */

@@ -1,7 +1,7 @@
 // POST /v1/responses, GET and DELETE /v1/responses/{id}: the Responses dialect on the agent runner, stored responses per identity.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { sessionStoreDown } from '../../lib/errors.js'
+import { sessionStoreDown } from '../../lib/domain/errors.js'
 import { OpenAIError, invalidRequest } from '../../lib/dialects/openai/errors.js'
 import { finishedStatus, outputItems, planResponse, responseBuilder, responsesEvents } from '../../lib/dialects/openai/responses.js'
 import {

@@ -1,9 +1,10 @@
 // OpenAI-compatible provider through the real openai SDK over HTTP against the fake server: mapping, tool-call variations, faults.
 import { test } from 'tap'
-import { LLMServiceError } from '../../lib/errors.js'
+import { LLMServiceError } from '../../lib/domain/errors.js'
 import { isAbortError } from '../../lib/llm/abort.js'
 import { StreamErrorEvent, createOpenAIProvider, type OpenAIProviderOptions } from '../../lib/llm/providers/openai/provider.js'
-import type { ChatTurn, ModelResponse, ModelStreamEvent } from '../../lib/llm/types.js'
+import type { ModelResponse, ModelStreamEvent } from '../../lib/llm/types.js'
+import type { ChatTurn } from '../../lib/domain/types.js'
 import { startFakeOpenAI, type ToolCallVariant } from '../fake-openai/server.js'
 import { readStream, rejection, requestsTo, setupProvider } from './provider-setup.js'
 

@@ -5,7 +5,7 @@ import { MODEL, anthropicSetup, parseSse } from './helpers.js'
 import { postJson } from '../helpers/fake-app.js'
 import { classifyError } from '../../lib/dialects/errors.js'
 import { openAIErrors } from '../../lib/dialects/openai/errors.js'
-import { HttpError } from '../../lib/errors.js'
+import { HttpError } from '../../lib/domain/errors.js'
 
 const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=='
 

@@ -2,8 +2,8 @@
 import type { AgentResult } from '../../agent/run.js'
 import type { RunSpec } from '../../agent/spec.js'
 import type { RunState } from '../../agent/state.js'
-import type { AgentEvent, UsageReport } from '../../agent/events.js'
-import type { ChatTurn, ContentBlock, ToolSpec, Usage } from '../../llm/types.js'
+import type { AgentEvent } from '../../agent/events.js'
+import type { ChatTurn, ContentBlock, ToolSpec, Usage, UsageReport } from '../../domain/types.js'
 import type { StreamFormat } from '../../agent/stream-format.js'
 import type { ChatCompletionRequest } from './schemas.js'
 import {

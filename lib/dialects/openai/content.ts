@@ -1,7 +1,7 @@
 // OpenAI message content to the model's blocks: text parts, data: URL images (sniffed and bounded as /api/v2), tool names and choices.
-import type { ChatTurn, ContentBlock, ImageBlock, TextBlock, ToolSpec } from '../../llm/types.js'
+import type { ChatTurn, ContentBlock, ImageBlock, TextBlock, ToolSpec } from '../../domain/types.js'
 import type { ToolChoice } from '../../agent/state.js'
-import { parseImage } from '../../images.js'
+import { parseImage } from '../../input/images.js'
 import { MAX_IMAGE_BYTES, MAX_IMAGES } from '../../../schemas/chat.js'
 import { invalidRequest } from './errors.js'
 

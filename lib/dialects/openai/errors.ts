@@ -1,6 +1,6 @@
 // Error bodies of /v1/* (README "OpenAI-compatible API"): `{error: {message, type, param, code}}`, 400 for any validation failure.
-import { HttpError } from '../../errors.js'
-import type { ValidationIssue } from '../../validation.js'
+import { HttpError } from '../../domain/errors.js'
+import type { ValidationIssue } from '../../input/validation.js'
 import type { ErrorAnswer, ErrorClass, ErrorRenderer } from '../errors.js'
 
 /** The body of every error answer on /v1/*. */

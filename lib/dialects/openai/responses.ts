@@ -1,8 +1,8 @@
 // The Responses dialect (POST /v1/responses): request to RunSpec, run to response object and output items, the Responses event stream.
-import type { AgentEvent, UsageReport } from '../../agent/events.js'
+import type { AgentEvent } from '../../agent/events.js'
 import type { RunSpec } from '../../agent/spec.js'
 import type { PendingCall, RunState } from '../../agent/state.js'
-import type { ChatTurn, ContentBlock, ToolSpec, Usage } from '../../llm/types.js'
+import type { ChatTurn, ContentBlock, ToolSpec, Usage, UsageReport } from '../../domain/types.js'
 import { namedEvent, type StreamFormat } from '../../agent/stream-format.js'
 import type { ResponsesRequest } from './schemas.js'
 import {

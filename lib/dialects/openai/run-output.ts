@@ -1,7 +1,7 @@
 // What both OpenAI dialects read from a run: its texts per model call, its client tool calls, its finish and its usage.
 import { randomBytes } from 'node:crypto'
 import type { RunState, PendingCall } from '../../agent/state.js'
-import type { Usage } from '../../llm/types.js'
+import type { Usage } from '../../domain/types.js'
 
 /** An id in OpenAI's style: `prefix` + 48 hex digits (192 random bits). */
 export function openAIId (prefix: string): string {

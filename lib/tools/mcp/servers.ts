@@ -1,6 +1,6 @@
 // Every configured MCP server: connected in parallel, their tools kept in the registry as they come and go.
 import type { ToolRegistry } from '../registry.js'
-import type { McpServerConfig } from '../../config/mcp-file.js'
+import type { McpServerConfig } from './server-config.js'
 import { McpConnection, type McpConnectionOptions, type McpLogger, type McpServerState } from './connection.js'
 
 /** Options of {@link createMcpServers}. */

@@ -1,8 +1,9 @@
 // Anthropic Messages API wire mapping: provider-neutral requests to SDK parameters, answers and stream events back.
 import type Anthropic from '@anthropic-ai/sdk'
-import { LLMServiceError } from '../../../errors.js'
+import { LLMServiceError } from '../../../domain/errors.js'
 import { isRecord } from '../../upstream-errors.js'
-import type { ChatTurn, ModelRequest, ModelResponse, ModelStreamEvent, StopReason, TextBlock, ToolUseBlock, Usage } from '../../types.js'
+import type { ModelRequest, ModelResponse, ModelStreamEvent, StopReason } from '../../types.js'
+import type { ChatTurn, TextBlock, ToolUseBlock, Usage } from '../../../domain/types.js'
 import { IncompleteStreamError, type StreamDecoder } from '../stream-attempt.js'
 
 /** `temperature` is sent only on the legacy API version; the SDK 1.x types no longer declare it. */

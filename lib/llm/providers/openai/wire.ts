@@ -4,7 +4,8 @@ import type {
   ChatCompletion, ChatCompletionChunk, ChatCompletionContentPart, ChatCompletionMessageParam, ChatCompletionMessageToolCall,
 } from 'openai/resources/chat/completions'
 import { isRecord } from '../../upstream-errors.js'
-import type { ChatTurn, ModelResponse, ModelStreamEvent, StopReason, TextBlock, ToolUseBlock, Usage } from '../../types.js'
+import type { ModelResponse, ModelStreamEvent, StopReason } from '../../types.js'
+import type { ChatTurn, TextBlock, ToolUseBlock, Usage } from '../../../domain/types.js'
 import type { SseEvent } from '../sse-reader.js'
 import { IncompleteStreamError, type StreamDecoder } from '../stream-attempt.js'
 
