@@ -28,6 +28,7 @@ import { arrayLengthGuard, maxTotalCharsKeyword } from './lib/input/validation.j
 import { BODY_LIMIT_BYTES } from './schemas/chat.js'
 import unversionedLayout from './routes/unversioned.js'
 import versionedLayout from './routes/api/versioned.js'
+import openAIScope from './routes/v1/scope.js'
 
 export interface BuildAppOptions {
   /** A resolved config; else one is loaded from `env` (or process.env and .env when neither is given). */
@@ -155,6 +156,8 @@ export async function buildApp (options: BuildAppOptions = {}) {
 
   await app.register(unversionedLayout, { extraRoutes: options.extraRoutes?.unversioned })
   await app.register(versionedLayout, { extraRoutes: options.extraRoutes?.versioned })
+  // The OpenAI-compatible API (/v1/*): its own error shape.
+  await app.register(openAIScope, { prefix: '/v1' })
   return app
 }
 

@@ -43,8 +43,8 @@ const config = {
   resumableCounts: list(env.BENCH_RESUMABLE_STREAMS, ['1000']).map(Number),
   /** Redis for the resumable-on-Redis rows (skipped when it does not answer); keys under a private prefix, deleted after. */
   redisUrl: env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
-  /** Scenarios to run: health, chat, streams, resumable, soak, openai (JSON and streams through the OpenAI provider). */
-  only: list(env.BENCH_ONLY, ['health', 'chat', 'streams', 'resumable', 'soak', 'openai']),
+  /** Scenarios to run: health, chat, streams, resumable, soak, openai (JSON and streams through the OpenAI provider), v1 (/v1/chat/completions). */
+  only: list(env.BENCH_ONLY, ['health', 'chat', 'streams', 'resumable', 'soak', 'openai', 'v1']),
   /** Write V8 CPU profiles of the service and the references (node --cpu-prof). */
   profile: env.BENCH_PROFILE === '1',
   /** Where the service's request log goes; /dev/null by default (it is still formatted and written). */
@@ -60,6 +60,13 @@ const CHAT_BODY = JSON.stringify({ messages: [{ role: 'user', content: 'Hello, b
 const RESUMABLE_BODY = JSON.stringify({ messages: [{ role: 'user', content: 'Hello, bench: say something.' }], resumable: true })
 const FAKE_BODY = JSON.stringify({ model: MODEL, max_tokens: 4096, messages: [{ role: 'user', content: 'Hello, bench: say something.' }] })
 const JSON_HEADERS = { ...AUTH, 'content-type': 'application/json' }
+
+/** The bodies of POST /v1/chat/completions (JSON and stream) for the service's default model. */
+async function v1Bodies (service) {
+  const models = await (await fetch(`${service.url}/v1/models`, { headers: AUTH })).json()
+  const base = { model: models.data[0].id, messages: [{ role: 'user', content: 'Hello, bench: say something.' }] }
+  return { json: JSON.stringify(base), stream: JSON.stringify({ ...base, stream: true }) }
+}
 
 const stamp = new Date().toISOString().replace(/[:.]/g, '-')
 const resultsDir = join(here, 'results')
@@ -446,6 +453,24 @@ async function main () {
         { name: 'naive', server: naive, path: '/api/v1/chat/stream' },
       ], fake, delayMs))
     }
+    if (config.only.includes('v1')) {
+      // The OpenAI-compatible dialect on the same service, against the same naive proxy's /api/v1/chat.
+      const bodies = await v1Bodies(service)
+      if (index === 0) {
+        results.v1Chat = await jsonCompare(`POST /v1/chat/completions (fake upstream ${delayMs} ms)`, [
+          { name: 'service', label: 'service /v1/chat/completions', server: service, load: { url: `${service.url}/v1/chat/completions`, method: 'POST', headers: JSON_HEADERS, body: bodies.json }, extra: { fake: fake.pid } },
+          { name: 'naive', label: 'naive proxy', server: naive, load: { url: `${naive.url}/api/v1/chat`, method: 'POST', headers: JSON_HEADERS, body: CHAT_BODY }, extra: { fake: fake.pid } },
+        ])
+      }
+      log(`streams, /v1/chat/completions (fake upstream ${delayMs} ms between tokens, ${config.tokensPerReply} tokens)`)
+      results.v1Streams ??= []
+      results.v1Streams.push(...await streamCompare([
+        { name: 'service', server: service, path: '/v1/chat/completions', body: bodies.stream },
+        { name: 'naive', server: naive, path: '/api/v1/chat/stream' },
+        // The same service's own v1 stream: what the dialect costs beyond it.
+        { name: 'serviceV1', server: service, path: '/api/v1/chat/stream' },
+      ], fake, delayMs))
+    }
     if (config.only.includes('resumable')) {
       log(`resumable streams (fake upstream ${delayMs} ms between tokens)`)
       results.resumable ??= []
@@ -489,7 +514,7 @@ async function main () {
   console.log(`\n## Bench ${quick ? '(BENCH_QUICK=1) ' : ''}${results.startedAt}, node ${process.version}, ${cpus().length} CPUs, ${config.loadgen}\n`)
   console.log(`Service plugins: ${JSON.stringify(results.plugins ?? {})}\n`)
   console.log(table)
-  const shares = [results.health?.bare, results.health?.service, results.chat?.service, results.chat?.naive, results.chat?.fake, results.openaiChat?.service, results.openaiChat?.naive, ...(results.streams ?? []), ...(results.openaiStreams ?? []), results.soak]
+  const shares = [results.health?.bare, results.health?.service, results.chat?.service, results.chat?.naive, results.chat?.fake, results.openaiChat?.service, results.openaiChat?.naive, results.v1Chat?.service, ...(results.streams ?? []), ...(results.openaiStreams ?? []), ...(results.v1Streams ?? []), results.soak]
     .filter(Boolean).map((r) => r.foreignCpu ?? 0)
   results.foreignCpuMax = Math.max(0, ...shares)
   if (results.foreignCpuMax > 0.05) {

@@ -4,6 +4,7 @@ import fp from 'fastify-plugin'
 import { createAgentService, type EventSink, type PreparedRun, type RunContext } from '../lib/agent/service.js'
 import type { AgentResult } from '../lib/agent/run.js'
 import type { RunSpec } from '../lib/agent/spec.js'
+import type { RunState } from '../lib/agent/state.js'
 import { UsageTally } from '../lib/agent/usage.js'
 import { openSseStream, type SseWriter } from '../lib/http/sse.js'
 import type { StreamFormat } from '../lib/agent/stream-format.js'
@@ -57,7 +58,7 @@ function watchFirstCall (run: PreparedRun): Promise<void> {
  * A sink that holds the run's payloads until the stream is opened (its first model call admitted), then
  * passes them on; `signal` aborts when the client leaves before that, or when the opened sink's signal does.
  */
-function deferredSink (request: FastifyRequest, reply: FastifyReply) {
+function heldSink (request: FastifyRequest, reply: FastifyReply) {
   const controller = new AbortController()
   const early = disconnectSignal(request, reply)
   const onEarlyAbort = (): void => { controller.abort(early.reason) }
@@ -129,6 +130,53 @@ function clientSink (sse: SseWriter): EventSink {
     end: async (payloads) => { for (const payload of payloads) await sse.send(payload) },
     // A client that left reads nothing more.
     abortMessage: () => undefined,
+  }
+}
+
+/**
+ * The sink of a stream that sends nothing, headers included, until its first payload (the model's first
+ * output, or the run's end): the SSE response opens then. An error before it is kept (`error`) for the
+ * route to answer as a plain HTTP error; the client leaving before it aborts the run as usual.
+ */
+function lazySseSink (request: FastifyRequest, reply: FastifyReply, open: () => SseWriter, beforeEnd?: () => Promise<void>) {
+  const controller = new AbortController()
+  const left = disconnectSignal(request, reply)
+  const onLeft = () => { controller.abort(left.reason) }
+  left.addEventListener('abort', onLeft, { once: true })
+  let sse: SseWriter | undefined
+  const opened = (): SseWriter => {
+    if (sse === undefined) {
+      left.removeEventListener('abort', onLeft)
+      sse = open()
+      if (sse.signal.aborted) controller.abort(sse.signal.reason)
+      else sse.signal.addEventListener('abort', () => { controller.abort(sse?.signal.reason) }, { once: true })
+    }
+    return sse
+  }
+  let failure: { error: unknown } | undefined
+  const sink: EventSink = {
+    logAfterResponse: true,
+    signal: controller.signal,
+    close: () => { left.removeEventListener('abort', onLeft); sse?.end() },
+    send: (payload) => opened().trySend(payload),
+    end: async (payloads) => {
+      await beforeEnd?.()
+      const writer = opened()
+      for (const payload of payloads) await writer.send(payload)
+    },
+    abortMessage: () => undefined,
+    takeError: (error) => {
+      if (sse !== undefined) return false
+      failure = { error }
+      return true
+    },
+  }
+  return {
+    sink,
+    /** Whether the response opened (a payload was sent). */
+    started: () => sse !== undefined,
+    /** The run's error when it failed before the response opened. */
+    failure: () => failure,
   }
 }
 
@@ -210,17 +258,42 @@ function createAgent (app: FastifyInstance) {
      */
     async stream (
       request: FastifyRequest, reply: FastifyReply, spec: RunSpec, format: StreamFormat,
-      options: { resumable?: StreamLayout, onOpen?: (streamId: string) => Promise<void> } = {}
+      options: {
+        resumable?: StreamLayout
+        onOpen?: (streamId: string) => Promise<void>
+        /** Send nothing, headers included, before the first payload; an error before it is thrown (a plain HTTP error). */
+        deferHeaders?: boolean
+        /** Awaited before the payloads that end the stream are sent (with `deferHeaders`): the run's state at its end. */
+        beforeEnd?: (state: RunState) => Promise<void>
+      } = {}
     ): Promise<void> {
       app.llm.limiter.assertAvailable()
       // Prepared before the stream opens: a session store that is down is a plain 503.
       const run = await service.prepare(contextOf(request, reply, NOT_ABORTED), spec, format.name)
       const usage = new UsageTally(run.state.usage)
+      if (options.deferHeaders === true) {
+        // Nothing, headers included, before the model's first output (the OpenAI-compatible routes): a refusal or
+        // failure before it is a plain HTTP error. The token headers go with the stream once the first call is admitted.
+        watchFirstCall(run).then(async () => { reply.headers(await app.budgets.headers(request.identity, request.id)) }, () => {})
+        const open = () => openSseStream(request, reply, {
+          heartbeatMs: config.SSE_HEARTBEAT_SECONDS * 1000,
+          registry: app.streams,
+          formatError: (message) => format.error(message, usage.report()),
+        })
+        const { beforeEnd } = options
+        const deferred = lazySseSink(request, reply, open, beforeEnd === undefined ? undefined : async () => { await beforeEnd(run.state) })
+        await service.stream(contextOf(request, reply, deferred.sink.signal), run, format, deferred.sink)
+        const failure = deferred.failure()
+        if (failure !== undefined) throw failure.error
+        // The client left before anything was sent: nobody reads an answer (logged as 499).
+        if (!deferred.started()) throw new DOMException('Client closed the request', 'AbortError')
+        return
+      }
       // The first model call is admitted (budgets) before any byte: a refusal is a plain HTTP error, except on
       // the UI route, whose protocol ends its 200 stream with an error chunk instead.
       if (format.name !== 'ui') {
         const admitted = watchFirstCall(run)
-        const deferred = deferredSink(request, reply)
+        const deferred = heldSink(request, reply)
         const pumping = service.stream(contextOf(request, reply, deferred.sink.signal), run, format, deferred.sink)
         const first = await Promise.race([admitted.then(() => 'admitted' as const, (error: unknown) => error), pumping.then(() => 'ended' as const)])
         if (first !== 'admitted' && first !== 'ended') {

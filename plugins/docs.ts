@@ -21,6 +21,7 @@ export default fp(async (app) => {
         { name: 'sessions', description: 'Conversation memory' },
         { name: 'ops', description: 'Health, readiness and metrics' },
         { name: 'streams', description: 'Resume and cancel resumable streams' },
+        { name: 'openai', description: 'OpenAI-compatible API (/v1): any OpenAI client uses the agent as a model' },
       ],
       components: {
         securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'One of API_KEYS' } },

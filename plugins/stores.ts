@@ -11,6 +11,7 @@ import { createMemoryStreamLog } from '../lib/stores/memory-stream-log.js'
 import { streamLogConnections } from '../lib/stores/redis-stream-log/connections.js'
 import { createRedisStreamLog } from '../lib/stores/redis-stream-log/log.js'
 import { createMemoryChatStreamIndex, createRedisChatStreamIndex, type ChatStreamIndex } from '../lib/stores/chat-streams.js'
+import { createMemoryResponseStore, createRedisResponseStore, type ResponseStore } from '../lib/stores/responses.js'
 import { createMemoryDetachedRuns, createRedisDetachedRuns, type DetachedRuns } from '../lib/stores/detached-runs.js'
 
 /** How long a detached run counts without its process refreshing it (README, resumable streams). */
@@ -24,6 +25,8 @@ export interface Stores {
   streamLog: StreamLog
   /** The latest stream of each UI chat (DECISIONS 16). */
   chatStreams: ChatStreamIndex
+  /** Stored responses of `POST /v1/responses` (DECISIONS 17). */
+  responses: ResponseStore
   /** Runs of each identity going on without a client (MAX_DETACHED_RUNS_PER_IDENTITY), shared by replicas with Redis. */
   detachedRuns: DetachedRuns
   /** `redis` when REDIS_URL is set (one Redis or a Redis Cluster), else `memory`. */
@@ -53,6 +56,7 @@ export default fp<StoresPluginOptions>(async (app, options) => {
       }),
       streamLog: createMemoryStreamLog({ ttlSeconds: config.STREAM_RESUME_TTL_SECONDS }),
       chatStreams: createMemoryChatStreamIndex({ ttlSeconds: config.STREAM_RESUME_TTL_SECONDS, maxEntries: config.MAX_SESSIONS }),
+      responses: createMemoryResponseStore({ ttlSeconds: config.SESSION_TTL_SECONDS, maxEntries: config.MAX_SESSIONS }),
       detachedRuns: createMemoryDetachedRuns({ leaseMs: DETACHED_LEASE_MS }),
     }
   } else {
@@ -87,6 +91,7 @@ export default fp<StoresPluginOptions>(async (app, options) => {
         ...(config.REDIS_CLUSTER ? { retry: { attempts: 8, delayMs: 250 } } : {}),
       }),
       chatStreams: createRedisChatStreamIndex(redis, { prefix, ttlSeconds: config.STREAM_RESUME_TTL_SECONDS }),
+      responses: createRedisResponseStore(redis, { prefix, ttlSeconds: config.SESSION_TTL_SECONDS }),
       detachedRuns: createRedisDetachedRuns(redis, { prefix, leaseMs: DETACHED_LEASE_MS }),
     }
     // /ready shows `failed: unavailable` for a failing check; the driver's error goes to the log only.
@@ -102,7 +107,7 @@ export default fp<StoresPluginOptions>(async (app, options) => {
   app.metrics.setActiveSessionsSource(() => stores.sessions.count())
   app.addHook('onClose', async () => {
     await Promise.allSettled([
-      stores.sessions.close(), stores.rateLimit.close(), stores.conversations.close(), stores.streamLog.close(), stores.chatStreams.close(), stores.detachedRuns.close(),
+      stores.sessions.close(), stores.rateLimit.close(), stores.conversations.close(), stores.streamLog.close(), stores.chatStreams.close(), stores.responses.close(), stores.detachedRuns.close(),
     ])
   })
 }, { name: 'stores', dependencies: ['config', 'lifecycle', 'metrics'], fastify: '5.x' })

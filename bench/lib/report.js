@@ -19,8 +19,8 @@ const ratio = (a, b) => (a === undefined || b === undefined || !b ? NaN : a / b)
  */
 
 /** Rows and budget lines of a JSON chat comparison; `provider` tags the scenario (`''` or ` (openai)`). */
-function chatRows (rows, judge, chat, provider) {
-  const scenario = `POST /api/v1/chat${provider}`
+function chatRows (rows, judge, chat, provider, route = 'POST /api/v1/chat') {
+  const scenario = `${route}${provider}`
   if (chat?.service && chat?.naive) {
     const { service: s, naive: n, fake: f } = chat
     const r1 = { scenario, metric: 'req/s', service: fmt(s.rps), reference: `${fmt(n.rps)} (naive proxy)`, ratio: ratio(s.rps, n.rps) }
@@ -91,6 +91,18 @@ export function evaluate (results) {
   for (const [chat, streams, provider] of [[results.chat, results.streams, ''], [results.openaiChat, results.openaiStreams, ' (openai)']]) {
     chatRows(rows, judge, chat, provider)
     streamRows(rows, judge, streams ?? [], provider)
+  }
+  // The OpenAI-compatible dialect (/v1/chat/completions) against the naive proxy's /api/v1/chat.
+  chatRows(rows, judge, results.v1Chat, '', 'POST /v1/chat/completions')
+  streamRows(rows, judge, results.v1Streams ?? [], ' /v1/chat/completions')
+  for (const run of results.v1Streams ?? []) {
+    if (run.target !== 'service') continue
+    const own = (results.v1Streams ?? []).find((other) => other.target === 'serviceV1' && other.k === run.k && other.delayMs === run.delayMs)
+    if (!own) continue
+    const scenario = `stream /v1/chat/completions K=${run.k}, ${run.delayMs} ms/token`
+    const row = { scenario, metric: 'server CPU µs/token vs the service\'s /api/v1/chat/stream', service: fmt(run.cpuPerTokenUs, 2), reference: fmt(own.cpuPerTokenUs, 2), ratio: ratio(run.cpuPerTokenUs, own.cpuPerTokenUs) }
+    judge(row, `${scenario}: CPU/token ≤ 1.1 × /api/v1/chat/stream`, row.ratio, '≤ 1.1', row.ratio <= 1.1)
+    rows.push(row)
   }
 
   for (const scenario of results.resumable ?? []) {

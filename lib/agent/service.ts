@@ -78,6 +78,11 @@ export interface EventSink {
   close (): void
   /** True: the conversation log waits for the response (`RunContext.afterResponse`); false: logged when the run ends. */
   readonly logAfterResponse: boolean
+  /**
+   * A sink that sends nothing before the run's first payload may take a run's error instead of its error
+   * payloads, to answer it as a plain HTTP error; true when it took it.
+   */
+  takeError? (error: unknown): boolean
 }
 
 /** A run made ready: its state, hooks, and who and what it is logged under. */
@@ -98,6 +103,13 @@ function outcomeOf (error: unknown, signal: AbortSignal): RunOutcome {
 export function createAgentService (ports: AgentPorts) {
   const { settings } = ports
 
+  /** The server tools a run offers: as named (known ones), all, or all that need no approval. */
+  function toolNames (tools: RunSpec['tools']): string[] {
+    if (tools === 'all') return ports.tools.names()
+    if (tools === 'ungated') return ports.tools.names().filter((name) => ports.needsApproval?.(name) !== true)
+    return [...ports.tools.requireKnown(tools)]
+  }
+
   async function prepare (context: RunContext, spec: RunSpec, dialect: string): Promise<PreparedRun> {
     const owner = context.owner
     const history = spec.memory === undefined
@@ -112,7 +124,7 @@ export function createAgentService (ports: AgentPorts) {
       maxTokens,
       temperature: spec.temperature ?? settings.temperature,
       // Tools are checked against the registry as it is now (MCP tools come and go): unknown names are a 422.
-      tools: spec.clientTools !== undefined ? [] : [...(spec.tools === 'all' ? ports.tools.names() : ports.tools.requireKnown(spec.tools))],
+      tools: spec.clientTools !== undefined ? [] : toolNames(spec.tools),
       ...(spec.clientTools === undefined ? {} : { clientTools: spec.clientTools }),
       ...(spec.toolChoice === undefined ? {} : { toolChoice: spec.toolChoice }),
       // Gateway mode makes one model call: its tool calls go back to the client.
@@ -171,6 +183,7 @@ export function createAgentService (ports: AgentPorts) {
         model: usage.model,
         usage: usage.total,
         usageSource: usage.source,
+        ...(run.spec.user === undefined ? {} : { user: run.spec.user }),
         timestamp: new Date().toISOString(),
       })).catch((error: unknown) => { context.log.error({ err: error }, 'conversation log write failed') })
     }
@@ -226,7 +239,7 @@ export function createAgentService (ports: AgentPorts) {
       } else {
         const expected = error instanceof LLMServiceError || error instanceof AgentError || error instanceof HttpError
         context.log[expected ? 'warn' : 'error']({ err: error }, 'stream failed')
-        await sink.end(format.error(publicErrorText(error), usage.report()))
+        if (sink.takeError?.(error) !== true) await sink.end(format.error(publicErrorText(error), usage.report()))
       }
     } finally {
       sink.close()

@@ -13,8 +13,11 @@ export interface RunSpec {
   maxTokens?: number | undefined
   /** Default MODEL_TEMPERATURE. */
   temperature?: number | undefined
-  /** Tools the model may call: names, or `all` for every tool the registry holds when the run starts. */
-  tools: readonly string[] | 'all'
+  /**
+   * Tools the model may call: names, `all` for every tool the registry holds when the run starts, or
+   * `ungated` for every one of them that needs no approval (routes where nobody can approve: /v1/*).
+   */
+  tools: readonly string[] | 'all' | 'ungated'
   /**
    * A stored conversation of the caller to continue: its turns go before `messages`, and after the run
    * `messages` plus the run's turns (`turns`) or just its reply text (`reply`) are saved and trimmed.
@@ -27,6 +30,8 @@ export interface RunSpec {
    * one model call, whose tool calls end the run `tool_calls_pending` for the client.
    */
   clientTools?: ToolSpec[] | undefined
+  /** The end user the client names (OpenAI's `user`): written to the conversation log only. */
+  user?: string | undefined
   /** How the model may use the offered tools; default the provider's (auto). */
   toolChoice?: ToolChoice | undefined
 }

@@ -1,6 +1,10 @@
 // The one SSE writer every stream route uses (SPEC section 6, DECISIONS section 6): framing, heartbeat, backpressure, disconnects.
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http'
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import { namedEvent, parseNamedEvent } from '../agent/stream-format.js'
+
+// Named events are encoded beside the stream format port (formats make them); the writer frames them.
+export { namedEvent, parseNamedEvent }
 
 /** Headers every stream response carries; they win over same-named headers set earlier by hooks. */
 export const SSE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
@@ -100,10 +104,22 @@ export function createSseRegistry (options: { stallMs?: number } = {}): SseRegis
   }
 }
 
-/** Frames one payload as an SSE message: one `data: ` line per line of the payload, then a blank line. */
-export function frameSse (payload: string): string {
+/** The `data: ` lines of one payload: one per line of it, then a blank line. */
+function dataLines (payload: string): string {
   if (!payload.includes('\n') && !payload.includes('\r')) return 'data: ' + payload + '\n\n'
   return 'data: ' + payload.split(/\r\n|\r|\n/).join('\ndata: ') + '\n\n'
+}
+
+/**
+ * Frames one payload as an SSE message: one `data: ` line per line of the payload, then a blank line;
+ * a payload made by {@link namedEvent} starts with its `event: <name>` line.
+ */
+export function frameSse (payload: string): string {
+  if (payload.charCodeAt(0) === 0) {
+    const named = parseNamedEvent(payload)
+    if (named !== undefined) return `event: ${named.name}\n${dataLines(named.data)}`
+  }
+  return dataLines(payload)
 }
 
 /** {@link frameSse} preceded by an `id: <id>` line: the event id a client resumes from (`Last-Event-ID`). */

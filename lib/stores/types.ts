@@ -68,6 +68,8 @@ export interface ConversationRecord {
   usage: Usage
   /** Where `usage` comes from: the provider's counts, counts up to where a stream was cut, or an estimate. */
   usageSource?: UsageSource
+  /** The end user the client named (`user` of the OpenAI-compatible routes), when it named one. */
+  user?: string
   /** ISO 8601, UTC. */
   timestamp: string
 }

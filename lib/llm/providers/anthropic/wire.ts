@@ -55,6 +55,9 @@ export function toParams (request: ModelRequest, legacyVersion: boolean): Create
   if (request.system !== undefined && request.system !== '') params.system = request.system
   if (request.tools !== undefined && request.tools.length > 0) {
     params.tools = request.tools.map((tool) => ({ name: tool.name, description: tool.description, input_schema: tool.input_schema }))
+    // `none` never reaches a provider: the runner then sends no tools at all.
+    const choice = request.toolChoice
+    if (choice !== undefined) params.tool_choice = choice.type === 'tool' ? { type: 'tool', name: choice.name } : { type: choice.type }
   }
   if (legacyVersion && request.temperature !== undefined) params.temperature = Math.min(1, Math.max(0, request.temperature))
   return params

@@ -70,6 +70,11 @@ export function createOpenAIProvider (options: OpenAIProviderOptions): LLMProvid
         type: 'function',
         function: { name: tool.name, description: tool.description, parameters: tool.input_schema as unknown as Record<string, unknown> },
       }))
+      // `none` never reaches a provider: the runner then sends no tools at all.
+      const choice = request.toolChoice
+      if (choice !== undefined) {
+        params.tool_choice = choice.type === 'tool' ? { type: 'function', function: { name: choice.name } } : choice.type === 'any' ? 'required' : 'auto'
+      }
     }
     return params
   }

@@ -1,0 +1,364 @@
+// The Responses dialect (POST /v1/responses): request to RunSpec, run to response object and output items, the Responses event stream.
+import type { AgentEvent } from '../../agent/events.js'
+import type { RunSpec } from '../../agent/spec.js'
+import type { PendingCall, RunState } from '../../agent/state.js'
+import type { ChatTurn, ContentBlock, ToolSpec, Usage, UsageReport } from '../../domain/types.js'
+import { namedEvent, type StreamFormat } from '../../agent/stream-format.js'
+import type { ResponsesRequest } from './schemas.js'
+import {
+  ImageBudget, clientTool, field, lastToolUseIds, parseArguments, pushTurn, textOnly, toolChoiceOf, userContent,
+} from './content.js'
+import { invalidRequest } from './errors.js'
+import { argumentsText, cachedTokens, clientCalls, openAIId, stoppedAtLimit, unixSeconds } from './run-output.js'
+
+type Item = Record<string, unknown>
+
+/** What a Responses request asks for, in the runner's terms, and what its response object echoes. */
+export interface ResponsesPlan {
+  spec: RunSpec
+  stream: boolean
+  store: boolean
+  previousResponseId: string | null
+  /** The fields of the response object that come from the request. */
+  echo: Record<string, unknown>
+}
+
+const SYSTEM_PARTS = ['input_text']
+
+/** The client's function tools (gateway mode when any). */
+function clientTools (tools: ResponsesRequest['tools']): ToolSpec[] {
+  return (tools ?? []).map((tool, i) => {
+    if (tool.type !== 'function') {
+      throw invalidRequest(`Invalid tool type ${JSON.stringify(tool.type)}: only 'function' tools are supported.`, `tools[${i}].type`)
+    }
+    return clientTool(tool.name, tool.description, tool.parameters, `tools[${i}].name`)
+  })
+}
+
+/** The input items after `history` (a previous response's conversation) as turns; system items join `system`. */
+function inputTurns (input: ResponsesRequest['input'], history: readonly ChatTurn[], system: string[]): ChatTurn[] {
+  const turns: ChatTurn[] = history.map((turn) => ({ ...turn }))
+  if (typeof input === 'string') {
+    pushTurn(turns, 'user', input)
+    return turns
+  }
+  const images = new ImageBudget()
+  for (const [i, item] of input.entries()) {
+    const param = `input[${i}]`
+    const type = item['type'] ?? 'message'
+    if (type === 'message') {
+      const role = item['role']
+      const content = item['content']
+      if (role === 'system' || role === 'developer') system.push(textOnly(content, `${param}.content`, SYSTEM_PARTS))
+      else if (role === 'user') {
+        pushTurn(turns, 'user', userContent(content, `${param}.content`, images, {
+          text: 'input_text', image: 'input_image', imageUrl: (part) => field(part, 'image_url'),
+        }))
+      } else if (role === 'assistant') {
+        const text = textOnly(content, `${param}.content`, ['output_text', 'input_text'])
+        if (text !== '') pushTurn(turns, 'assistant', [{ type: 'text', text }])
+      } else throw invalidRequest(`Invalid role ${JSON.stringify(role)}: user, system, developer or assistant expected.`, `${param}.role`)
+    } else if (type === 'function_call') {
+      const callId = item['call_id']
+      const name = item['name']
+      if (typeof callId !== 'string' || callId === '') throw invalidRequest('A function_call needs a call_id.', `${param}.call_id`)
+      if (typeof name !== 'string' || name === '') throw invalidRequest('A function_call needs a name.', `${param}.name`)
+      const block: ContentBlock = { type: 'tool_use', id: callId, name, input: parseArguments(item['arguments'], `${param}.arguments`) }
+      pushTurn(turns, 'assistant', [block])
+    } else if (type === 'function_call_output') {
+      const callId = item['call_id']
+      if (typeof callId !== 'string' || !lastToolUseIds(turns).has(callId)) {
+        throw invalidRequest(`No tool call found for function call output with call_id ${JSON.stringify(callId ?? null)}.`, `${param}.call_id`)
+      }
+      const output = item['output']
+      const text = typeof output === 'string' ? output : textOnly(output, `${param}.output`, ['input_text', 'output_text'])
+      pushTurn(turns, 'user', [{ type: 'tool_result', tool_use_id: callId, content: text }])
+    } else {
+      throw invalidRequest(`Unsupported input item type ${JSON.stringify(type)}.`, `${param}.type`)
+    }
+  }
+  return turns
+}
+
+/** Checks a request and plans its run over `history` (the previous response's conversation, or none). */
+export function planResponse (body: ResponsesRequest, history: readonly ChatTurn[], defaults: { temperature: number }): ResponsesPlan {
+  if (body.background === true) throw invalidRequest('Background responses are not supported.', 'background')
+  if (body.conversation !== undefined && body.conversation !== null) throw invalidRequest('Conversations are not supported: use previous_response_id.', 'conversation')
+  if (body.prompt !== undefined && body.prompt !== null) throw invalidRequest('Prompt templates are not supported.', 'prompt')
+  if (Array.isArray(body.input) ? body.input.length === 0 : body.input === '') {
+    throw invalidRequest("Invalid 'input': an empty input. Expected a string or at least one item.", 'input')
+  }
+  const tools = clientTools(body.tools)
+  const system: string[] = body.instructions ? [body.instructions] : []
+  const turns = inputTurns(body.input, history, system)
+  if (turns.length === 0) throw invalidRequest('The input needs at least one user or assistant message.', 'input')
+  const gateway = tools.length > 0
+  const toolChoice = gateway ? toolChoiceOf(body.tool_choice, tools, (choice) => field(choice, 'name')) : undefined
+  return {
+    spec: {
+      model: body.model,
+      system: system.length > 0 ? system.join('\n\n') : undefined,
+      messages: turns,
+      maxTokens: body.max_output_tokens ?? undefined,
+      temperature: body.temperature ?? undefined,
+      tools: 'ungated',
+      user: body.user ?? undefined,
+      ...(gateway ? { clientTools: tools } : {}),
+      ...(toolChoice === undefined ? {} : { toolChoice }),
+    },
+    stream: body.stream === true,
+    store: body.store !== false,
+    previousResponseId: body.previous_response_id ?? null,
+    echo: {
+      instructions: body.instructions ?? null,
+      previous_response_id: body.previous_response_id ?? null,
+      store: body.store !== false,
+      tools: (body.tools ?? []).map((tool) => ({
+        type: 'function', name: tool.name, description: tool.description ?? null, parameters: tool.parameters ?? null, strict: tool.strict ?? true,
+      })),
+      tool_choice: body.tool_choice ?? 'auto',
+      parallel_tool_calls: true,
+      temperature: body.temperature ?? defaults.temperature,
+      max_output_tokens: body.max_output_tokens ?? null,
+      metadata: body.metadata ?? {},
+      text: { format: { type: 'text' } },
+      truncation: 'disabled',
+      user: body.user ?? null,
+    },
+  }
+}
+
+/** Usage in Responses' names. */
+export function responsesUsage (usage: Usage) {
+  return {
+    input_tokens: usage.input_tokens,
+    output_tokens: usage.output_tokens,
+    total_tokens: usage.input_tokens + usage.output_tokens,
+    input_tokens_details: { cached_tokens: cachedTokens(usage) },
+    output_tokens_details: { reasoning_tokens: 0 },
+  }
+}
+
+/** Where a server tool comes from, as `mcp_call` items name it: its server label and its own name there. */
+export type ToolSourceOf = (name: string) => string | undefined
+
+function mcpIdentity (name: string, sourceOf: ToolSourceOf): { server_label: string, name: string } {
+  const source = sourceOf(name)
+  if (source?.startsWith('mcp:') === true) {
+    const server = source.slice(4)
+    return { server_label: server, name: name.startsWith(`${server}__`) ? name.slice(server.length + 2) : name }
+  }
+  return { server_label: 'builtin', name }
+}
+
+const messageItem = (id: string, text: string, status = 'completed'): Item => ({
+  type: 'message', id, status, role: 'assistant', content: [{ type: 'output_text', text, annotations: [] }],
+})
+
+const functionCallItem = (call: PendingCall, status = 'completed'): Item => ({
+  type: 'function_call', id: openAIId('fc_'), call_id: call.id, name: call.name, arguments: argumentsText(call.input), status,
+})
+
+/** The output items of a finished run: a message per model call that wrote text, its tool runs (mcp_call) or client calls (function_call). */
+export function outputItems (state: RunState, sourceOf: ToolSourceOf): Item[] {
+  const items: Item[] = []
+  const added = state.turns.slice(state.inputLength)
+  const results = new Map<string, { content: string, is_error?: boolean }>()
+  for (const turn of added) {
+    if (turn.role === 'user' && typeof turn.content !== 'string') {
+      for (const block of turn.content) if (block.type === 'tool_result') results.set(block.tool_use_id, block)
+    }
+  }
+  const pending = new Set(clientCalls(state).map((call) => call.id))
+  for (const turn of added) {
+    if (turn.role !== 'assistant') continue
+    const blocks = typeof turn.content === 'string' ? [{ type: 'text' as const, text: turn.content }] : turn.content
+    const text = blocks.map((block) => block.type === 'text' ? block.text : '').join('')
+    if (text !== '') items.push(messageItem(openAIId('msg_'), text))
+    for (const block of blocks) {
+      if (block.type !== 'tool_use') continue
+      if (pending.has(block.id)) {
+        items.push(functionCallItem({ id: block.id, name: block.name, input: block.input, kind: 'client' }))
+        continue
+      }
+      const result = results.get(block.id)
+      items.push({
+        type: 'mcp_call',
+        id: openAIId('mcp_'),
+        ...mcpIdentity(block.name, sourceOf),
+        arguments: argumentsText(block.input),
+        output: result === undefined || result.is_error === true ? null : result.content,
+        error: result === undefined ? null : result.is_error === true ? result.content : null,
+        status: result?.is_error === true ? 'failed' : 'completed',
+      })
+    }
+  }
+  return items
+}
+
+/** A response object's parts known once the run is over. */
+export interface ResponseEnding {
+  status: 'completed' | 'incomplete' | 'failed' | 'in_progress'
+  model: string
+  output: Item[]
+  usage: Usage | null
+  error?: { code: string, message: string } | null
+}
+
+/** Builds the response objects of one request (the id and creation time fixed). */
+export function responseBuilder (echo: Record<string, unknown>) {
+  const id = openAIId('resp_')
+  const createdAt = unixSeconds()
+  return {
+    id,
+    build: (ending: ResponseEnding): Record<string, unknown> => ({
+      id,
+      object: 'response',
+      created_at: createdAt,
+      status: ending.status,
+      model: ending.model,
+      output: ending.output,
+      usage: ending.usage === null ? null : responsesUsage(ending.usage),
+      error: ending.error ?? null,
+      incomplete_details: ending.status === 'incomplete' ? { reason: 'max_output_tokens' } : null,
+      ...echo,
+    }),
+  }
+}
+
+/** The status a finished run's response has. */
+export function finishedStatus (stopReason: string | null): 'completed' | 'incomplete' {
+  return stoppedAtLimit(stopReason) ? 'incomplete' : 'completed'
+}
+
+/**
+ * The Responses event stream of one request: `event: <type>` messages with a `sequence_number`, the
+ * lifecycle start, each output item added, filled and done in order, then `response.completed` (or
+ * `.incomplete`, or `.failed` after an error). `final()` is the response the last event carried.
+ */
+export function responsesEvents (options: { model: string, builder: ReturnType<typeof responseBuilder>, sourceOf: ToolSourceOf }) {
+  const { builder, sourceOf } = options
+  let sequence = 0
+  let started = false
+  const output: Item[] = []
+  let message: { index: number, id: string, text: string } | undefined
+  const calls = new Map<string, number>()
+  let final: Record<string, unknown> | undefined
+
+  const emit = (type: string, fields: Record<string, unknown>): string =>
+    namedEvent(type, JSON.stringify({ type, sequence_number: sequence++, ...fields }))
+  /** The lifecycle start before the first event of the stream (numbered first), else nothing. */
+  const opening = (): string[] => {
+    if (started) return []
+    started = true
+    const response = builder.build({ status: 'in_progress', model: options.model, output: [], usage: null })
+    return [emit('response.created', { response }), emit('response.in_progress', { response })]
+  }
+  const closeMessage = (payloads: string[]): string[] => {
+    if (message === undefined) return payloads
+    const { index, id, text } = message
+    message = undefined
+    const part = { type: 'output_text', text, annotations: [] }
+    const item = messageItem(id, text)
+    output[index] = item
+    payloads.push(
+      emit('response.output_text.done', { item_id: id, output_index: index, content_index: 0, text, logprobs: [] }),
+      emit('response.content_part.done', { item_id: id, output_index: index, content_index: 0, part }),
+      emit('response.output_item.done', { output_index: index, item })
+    )
+    return payloads
+  }
+  const onEvent = (event: AgentEvent): string[] | null => {
+    switch (event.type) {
+      case 'token': {
+        if (event.data === '') return null
+        const payloads = opening()
+        if (message === undefined) {
+          message = { index: output.length, id: openAIId('msg_'), text: '' }
+          output.push({ type: 'message', id: message.id, status: 'in_progress', role: 'assistant', content: [] })
+          payloads.push(
+            emit('response.output_item.added', { output_index: message.index, item: output[message.index] }),
+            emit('response.content_part.added', {
+              item_id: message.id, output_index: message.index, content_index: 0, part: { type: 'output_text', text: '', annotations: [] },
+            })
+          )
+        }
+        message.text += event.data
+        payloads.push(emit('response.output_text.delta', {
+          item_id: message.id, output_index: message.index, content_index: 0, delta: event.data, logprobs: [],
+        }))
+        return payloads
+      }
+      case 'tool_call': {
+        const payloads = closeMessage(opening())
+        const item: Item = {
+          type: 'mcp_call',
+          id: openAIId('mcp_'),
+          ...mcpIdentity(event.data.tool, sourceOf),
+          arguments: argumentsText(event.data.args),
+          output: null,
+          error: null,
+          status: 'in_progress',
+        }
+        calls.set(event.callId, output.length)
+        output.push(item)
+        payloads.push(emit('response.output_item.added', { output_index: output.length - 1, item }))
+        return payloads
+      }
+      case 'tool_result': {
+        const index = calls.get(event.callId)
+        if (index === undefined) return null
+        const item: Item = {
+          ...output[index],
+          output: event.isError ? null : event.output,
+          error: event.isError ? event.output : null,
+          status: event.isError ? 'failed' : 'completed',
+        }
+        output[index] = item
+        return [...opening(), emit('response.output_item.done', { output_index: index, item })]
+      }
+      case 'step_start':
+      case 'step_finish': {
+        const payloads = closeMessage([])
+        return payloads.length === 0 ? null : payloads
+      }
+    }
+  }
+  /** Ends the stream after `payloads` (which begin with the opening when the stream had none). */
+  const finish = (status: 'completed' | 'incomplete', usage: UsageReport, payloads: string[]): string[] => {
+    closeMessage(payloads)
+    final = builder.build({ status, model: usage.model, output: [...output], usage })
+    return [...payloads, emit(`response.${status}`, { response: final })]
+  }
+  const failed = (message_: string, usage: UsageReport | null): string[] => {
+    const payloads = closeMessage(opening())
+    final = builder.build({ status: 'failed', model: usage?.model ?? options.model, output: [...output], usage, error: { code: 'server_error', message: message_ } })
+    return [...payloads, emit('response.failed', { response: final })]
+  }
+  const format: StreamFormat = {
+    name: 'openai-responses',
+    event: onEvent,
+    done: ({ usage, finishReason }) => finish(finishedStatus(finishReason), usage, opening()),
+    paused: ({ usage, pending, finishReason }) => {
+      const payloads = closeMessage(opening())
+      for (const call of pending) {
+        if (call.kind !== 'client') continue
+        const index = output.length
+        const item = functionCallItem(call)
+        output.push(item)
+        const args = String(item['arguments'])
+        payloads.push(
+          emit('response.output_item.added', { output_index: index, item: { ...item, arguments: '', status: 'in_progress' } }),
+          emit('response.function_call_arguments.delta', { item_id: item['id'], output_index: index, delta: args }),
+          emit('response.function_call_arguments.done', { item_id: item['id'], output_index: index, name: call.name, arguments: args }),
+          emit('response.output_item.done', { output_index: index, item })
+        )
+      }
+      return finish(finishedStatus(finishReason), usage, payloads)
+    },
+    error: (text, usage) => failed(text, usage),
+    // Not resumable: never replayed from a stream log; a lone failure event all the same.
+    terminalError: (text) => namedEvent('error', JSON.stringify({ type: 'error', code: 'server_error', message: text, param: null, sequence_number: 0 })),
+  }
+  return { format, final: () => final }
+}
