@@ -2,6 +2,7 @@
 import { envSchema } from 'env-schema'
 import { isIP } from 'node:net'
 import { EnvSchema, type Env } from '../schemas/config.js'
+import { parseApprovalPatterns } from './agent/approval-policy.js'
 import { ConfigError } from './errors.js'
 import { resolveModels } from './models.js'
 import { checkRedisSettings } from './stores/redis-url.js'
@@ -111,6 +112,12 @@ export function resolveConfig (env: Env, vars: Record<string, string | undefined
   } catch (error) {
     throw new ConfigError(`Invalid configuration: ${(error as Error).message}`)
   }
+  let approvalPatterns: string[]
+  try {
+    approvalPatterns = parseApprovalPatterns(env.TOOL_APPROVAL_REQUIRED)
+  } catch (error) {
+    throw new ConfigError(`Invalid configuration: ${(error as Error).message}`)
+  }
   const corsOrigins = splitList(env.CORS_ORIGINS)
   // Client-visible names (`provider:` prefixes dropped), the default first; one route per name (DECISIONS 14).
   const { defaultModel, models, routes: modelRoutes } = resolveModels(env, provider, vars)
@@ -126,6 +133,8 @@ export function resolveConfig (env: Env, vars: Record<string, string | undefined
     corsAnyOrigin: corsOrigins.includes('*'),
     /** Fastify's `trustProxy` from TRUST_PROXY. */
     trustProxy: resolveTrustProxy(env.TRUST_PROXY),
+    /** TOOL_APPROVAL_REQUIRED's entries (README "Tool approval"). */
+    approvalPatterns,
   }
 }
 

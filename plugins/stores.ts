@@ -10,6 +10,8 @@ import type { StreamLog } from '../lib/stores/stream-log.js'
 import { createMemoryStreamLog } from '../lib/stores/memory-stream-log.js'
 import { createRedisStreamLog, streamLogConnections } from '../lib/stores/redis-stream-log.js'
 import { createMemoryChatStreamIndex, createRedisChatStreamIndex, type ChatStreamIndex } from '../lib/stores/chat-streams.js'
+import { createMemoryRunStore, type RunStore } from '../lib/stores/run-store.js'
+import { createRedisRunStore } from '../lib/stores/redis-run-store.js'
 
 export interface Stores {
   sessions: SessionStore
@@ -19,6 +21,8 @@ export interface Stores {
   streamLog: StreamLog
   /** The latest stream of each UI chat (DECISIONS 16). */
   chatStreams: ChatStreamIndex
+  /** Runs paused for a person's approval (README "Tool approval"). */
+  runs: RunStore
   /** `redis` when REDIS_URL is set (one Redis or a Redis Cluster), else `memory`. */
   kind: 'memory' | 'redis'
 }
@@ -35,6 +39,8 @@ export interface StoresPluginOptions {
 export default fp<StoresPluginOptions>(async (app, options) => {
   const config = app.config
   let stores: Stores
+  // A paused run outlives its approvals by an hour: a new message after the expiry still finds the results of the calls that ran.
+  const runRetention = { ttlSeconds: config.TOOL_APPROVAL_TTL_SECONDS, retainSeconds: config.TOOL_APPROVAL_TTL_SECONDS + 3600 }
   if (config.REDIS_URL === '') {
     stores = {
       kind: 'memory',
@@ -46,6 +52,7 @@ export default fp<StoresPluginOptions>(async (app, options) => {
       }),
       streamLog: createMemoryStreamLog({ ttlSeconds: config.STREAM_RESUME_TTL_SECONDS }),
       chatStreams: createMemoryChatStreamIndex({ ttlSeconds: config.STREAM_RESUME_TTL_SECONDS, maxEntries: config.MAX_SESSIONS }),
+      runs: createMemoryRunStore({ ...runRetention, maxRuns: config.MAX_SESSIONS }),
     }
   } else {
     const clientOptions = { logger: app.log, connectionName: 'agent-chat-api' }
@@ -79,6 +86,7 @@ export default fp<StoresPluginOptions>(async (app, options) => {
         ...(config.REDIS_CLUSTER ? { retry: { attempts: 8, delayMs: 250 } } : {}),
       }),
       chatStreams: createRedisChatStreamIndex(redis, { prefix, ttlSeconds: config.STREAM_RESUME_TTL_SECONDS }),
+      runs: createRedisRunStore(redis, { prefix, ...runRetention }),
     }
     // /ready shows `failed: unavailable` for a failing check; the driver's error goes to the log only.
     app.lifecycle.addCheck('redis', async () => { await redis.ping() })
@@ -94,6 +102,7 @@ export default fp<StoresPluginOptions>(async (app, options) => {
   app.addHook('onClose', async () => {
     await Promise.allSettled([
       stores.sessions.close(), stores.rateLimit.close(), stores.conversations.close(), stores.streamLog.close(), stores.chatStreams.close(),
+      stores.runs.close(),
     ])
   })
 }, { name: 'stores', dependencies: ['config', 'lifecycle', 'metrics'], fastify: '5.x' })
