@@ -5,7 +5,7 @@ import { get as httpGet, type IncomingMessage } from 'node:http'
 import { setTimeout as sleep } from 'node:timers/promises'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { createParser } from 'eventsource-parser'
-import { SSE_HEADERS, createSseRegistry, frameSse, openSseStream, type SseWriter } from '../lib/http/sse.js'
+import { SSE_HEADERS, createSseRegistry, frameSse, frameSseWithId, namedEvent, openSseStream, parseNamedEvent, type SseWriter } from '../lib/http/sse.js'
 import { assertSseHeaders, readSse, sseEvents } from './helpers/sse-client.js'
 
 type Tap = Parameters<Parameters<typeof test>[0] & {}>[0]
@@ -35,6 +35,35 @@ test('frameSse writes one data line per payload line and keeps leading spaces', 
   t.equal(frameSse('  hi'), 'data:   hi\n\n')
   t.equal(frameSse('a\r\nb\rc\nd'), 'data: a\ndata: b\ndata: c\ndata: d\n\n')
   t.equal(frameSse(''), 'data: \n\n')
+})
+
+test('namedEvent payloads are framed with an event line first, plain payloads never are', async (t) => {
+  t.equal(frameSse(namedEvent('approval_required', '{"id":"x"}')), 'event: approval_required\ndata: {"id":"x"}\n\n')
+  t.equal(frameSse(namedEvent('response.created', 'a\nb')), 'event: response.created\ndata: a\ndata: b\n\n')
+  t.equal(frameSse(namedEvent('e', '')), 'event: e\ndata: \n\n')
+  t.equal(frameSseWithId(namedEvent('e', 'x'), 7), 'id: 7\nevent: e\ndata: x\n\n')
+  t.same(parseNamedEvent(namedEvent('e', 'x\ny')), { name: 'e', data: 'x\ny' })
+  t.equal(parseNamedEvent('event: e'), undefined)
+  // Text that merely looks like an event line stays data.
+  t.equal(frameSse('event: e'), 'data: event: e\n\n')
+  t.equal(frameSse('\u0000x'), 'data: \u0000x\n\n')
+  for (const bad of ['', 'a\nb', ' a', 'a ', ':a', 'a\rb']) t.throws(() => namedEvent(bad, 'x'), TypeError, JSON.stringify(bad))
+})
+
+test('a named event reaches an SSE client as its event type', async (t) => {
+  const base = await start(t, (app) => {
+    app.get('/s', async (request, reply) => {
+      const sse = openSseStream(request, reply, { heartbeatMs: 0 })
+      await sse.send(namedEvent('approval_required', '{"id":"a"}'))
+      await sse.send('plain')
+      sse.end()
+    })
+  })
+  const events: Array<{ event: string | undefined, data: string }> = []
+  const parser = createParser({ onEvent: (event) => { events.push({ event: event.event, data: event.data }) } })
+  const response = await fetch(`${base}/s`)
+  parser.feed(await response.text())
+  t.same(events, [{ event: 'approval_required', data: '{"id":"a"}' }, { event: undefined, data: 'plain' }])
 })
 
 test('stream response has status 200, the SSE headers exactly, and no content-length', async (t) => {
