@@ -1,6 +1,7 @@
 // The stream message forms of README "Streams": v1 text chunks, agent JSON events, unversioned text chunks.
 import type { AgentEvent, UsageReport } from './agent/events.js'
 import type { PendingCall } from './agent/state.js'
+import { namedEvent } from './http/sse.js'
 
 /** How a run's stream ended well: its usage, the provider's last stop reason, and the calls that wait (paused). */
 export interface StreamEnding {
@@ -73,11 +74,23 @@ export const textChunks: StreamFormat = {
   terminalError: (message) => `[ERROR] ${message}`,
 }
 
-/** `POST /chat/stream` (SPEC 6.3): chunks, `[DONE]`, `{'error': '<text>'}`. */
+/** The pending approvals of a paused ending, in the model's order. */
+function approvalsOf (ending: PausedEnding): unknown[] {
+  return ending.pending.flatMap((call) => {
+    const approval = ending.approvals?.get(call.id)
+    return call.kind === 'approval' && approval !== undefined ? [approval] : []
+  })
+}
+
+/**
+ * `POST /chat/stream` (SPEC 6.3): chunks, `[DONE]`, `{'error': '<text>'}`; a pause for approval sends one
+ * `event: approval_required` per pending approval before `[DONE]`.
+ */
 export const sessionChunks: StreamFormat = {
   name: 'session',
   event: textChunk,
   done: () => DONE,
+  paused: (ending) => [...approvalsOf(ending).map((approval) => namedEvent('approval_required', JSON.stringify(approval))), ...DONE],
   error: (message) => [`{'error': ${pythonRepr(message)}}`],
   terminalError: (message) => `{'error': ${pythonRepr(message)}}`,
 }
@@ -101,6 +114,12 @@ export const agentEvents: StreamFormat = {
     }
   },
   done: ({ usage }) => [usageEvent(usage), '{"type":"done","data":""}'],
+  // A pause for approval: one approval_required event per pending approval, then usage and done.
+  paused: (ending) => [
+    ...approvalsOf(ending).map((approval) => JSON.stringify({ type: 'approval_required', data: approval })),
+    usageEvent(ending.usage),
+    '{"type":"done","data":""}',
+  ],
   error: (message, usage) => [usageEvent(usage), JSON.stringify({ type: 'error', data: message })],
   terminalError: (message) => JSON.stringify({ type: 'error', data: message }),
 }

@@ -1,9 +1,11 @@
 // Agent plugin: Fastify glue of the agent service (lib/agent/service.ts): a request's run context and its SSE or stream-log sink.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { createAgentService, type EventSink, type RunContext } from '../lib/agent/service.js'
+import { createAgentService, type Continuation, type EventSink, type RunContext } from '../lib/agent/service.js'
+import type { ApprovalRecord } from '../lib/stores/run-store.js'
 import type { AgentResult } from '../lib/agent/run.js'
 import type { RunSpec } from '../lib/agent/spec.js'
+import { approvalMatcher } from '../lib/agent/approval-policy.js'
 import { UsageTally } from '../lib/agent/usage.js'
 import { openSseStream, type SseWriter } from '../lib/http/sse.js'
 import type { StreamFormat } from '../lib/stream-formats.js'
@@ -74,6 +76,7 @@ function logSink (opened: Awaited<ReturnType<FastifyInstance['resumable']['open'
 
 function createAgent (app: FastifyInstance) {
   const { config } = app
+  const needsApproval = approvalMatcher(config.approvalPatterns)
   const service = createAgentService({
     sessions: app.stores.sessions,
     conversations: app.stores.conversations,
@@ -88,14 +91,35 @@ function createAgent (app: FastifyInstance) {
       memoryMaxTokens: config.MEMORY_MAX_TOKENS,
       defaultMaxTokens: app.llm.defaultMaxTokens,
     },
+    // Tool approval is off (no store calls, every route as before) unless TOOL_APPROVAL_REQUIRED names a tool.
+    approvals: config.approvalPatterns.length === 0
+      ? undefined
+      : {
+          needsApproval,
+          store: app.stores.runs,
+          ttlSeconds: config.TOOL_APPROVAL_TTL_SECONDS,
+          requested: (tool) => { app.metrics.toolApprovalRequests.inc({ tool }) },
+          decided: (tool, decision) => { app.metrics.toolApprovals.inc({ tool, decision }) },
+        },
   })
 
   return {
     service,
 
-    /** Runs the agent for a JSON answer (see the service); a client that leaves aborts the model call. */
-    async json (request: FastifyRequest, reply: FastifyReply, spec: RunSpec, dialect = 'json'): Promise<AgentResult> {
-      return await service.json(contextOf(request, reply, disconnectSignal(request, reply)), spec, dialect)
+    /** Whether calls of tool `name` wait for a person's approval (TOOL_APPROVAL_REQUIRED). */
+    needsApproval,
+
+    /**
+     * Runs the agent for a JSON answer (see the service), or continues a paused run with `{continuation}`;
+     * a client that leaves aborts the model call.
+     */
+    async json (
+      request: FastifyRequest, reply: FastifyReply, spec: RunSpec | { continuation: Continuation }, dialect = 'json'
+    ): Promise<AgentResult & { approvals: ApprovalRecord[] }> {
+      const context = contextOf(request, reply, disconnectSignal(request, reply))
+      return 'continuation' in spec
+        ? await service.continueJson(context, spec.continuation, dialect)
+        : await service.json(context, spec, dialect)
     },
 
     /**
@@ -104,12 +128,16 @@ function createAgent (app: FastifyInstance) {
      * run's events go to the stream log; `onOpen` is told the new stream's id.
      */
     async stream (
-      request: FastifyRequest, reply: FastifyReply, spec: RunSpec, format: StreamFormat,
+      request: FastifyRequest, reply: FastifyReply, spec: RunSpec | { continuation: Continuation }, format: StreamFormat,
       options: { resumable?: StreamLayout, onOpen?: (streamId: string) => Promise<void> } = {}
     ): Promise<void> {
       app.llm.limiter.assertAvailable()
       // Prepared before the stream opens: a session store that is down is a plain 503.
-      const run = await service.prepare(contextOf(request, reply, NOT_ABORTED), spec, format.name)
+      const context = contextOf(request, reply, NOT_ABORTED)
+      // A continuation's answers are claimed here too: a refused one (404, 409, 422) is a plain HTTP error.
+      const run = 'continuation' in spec
+        ? await service.prepareContinuation(context, spec.continuation, format.name)
+        : await service.prepare(context, spec, format.name)
       const usage = new UsageTally(run.state.usage)
       if (options.resumable !== undefined) {
         const opened = await app.resumable.open(request, reply, format, options.resumable)

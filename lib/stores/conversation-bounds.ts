@@ -48,6 +48,7 @@ export function boundConversationRecord (record: ConversationRecord): Conversati
     model: record.model,
     usage: { ...record.usage },
     ...(record.usageSource === undefined ? {} : { usageSource: record.usageSource }),
+    ...(record.pendingApprovals === undefined ? {} : { pendingApprovals: record.pendingApprovals.map((approval) => ({ ...approval })) }),
     timestamp: record.timestamp,
   }
 }

@@ -68,6 +68,8 @@ export interface ConversationRecord {
   usage: Usage
   /** Where `usage` comes from: the provider's counts, counts up to where a stream was cut, or an estimate. */
   usageSource?: UsageSource
+  /** A paused exchange's pending approvals (README "Tool approval"). */
+  pendingApprovals?: Array<{ id: string, tool: string, args: Record<string, unknown>, expires_at: string }>
   /** ISO 8601, UTC. */
   timestamp: string
 }
