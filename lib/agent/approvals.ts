@@ -81,7 +81,11 @@ export async function claimAnswers (
   }
   const runId = entries[0]?.runId ?? ''
   const run = await store.get(owner, runId).catch(storeDown)
-  if (run === null) throw notFound()
+  if (run === null) {
+    // A racing continuation may have taken the run since the lookup: then its approvals read as answered.
+    const again = await store.lookup(owner, ids).catch(storeDown)
+    throw again.some((entry) => entry !== null && entry.status !== 'pending') ? answered() : notFound()
+  }
   const missing = run.approvals.filter((approval) => !seen.has(approval.id))
   if (missing.length > 0) {
     throw new RequestValidationError([{

@@ -1,0 +1,106 @@
+// Tool approval with Redis across processes: a run paused on one replica continues on another and after every
+// process was killed and restarted; two continuations racing on two replicas: exactly one goes on, the tool runs once.
+import { spawn, type ChildProcess } from 'node:child_process'
+import { once } from 'node:events'
+import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { test, type Test } from 'tap'
+import { startFakeAnthropic } from '../fake-anthropic/server.js'
+import { ROOMY_LIMITS } from '../helpers/agent.js'
+import type { PendingApprovalJson } from '../helpers/approval.js'
+import { fakeEnv, postJson } from '../helpers/fake-app.js'
+import { requireRedis } from '../helpers/redis.js'
+import { readSse } from '../helpers/sse-client.js'
+
+const fixture = fileURLToPath(new URL('../fixtures/approval-server.ts', import.meta.url))
+
+interface Replica { child: ChildProcess, base: string }
+
+async function startReplica (t: Test, env: Record<string, string>): Promise<Replica> {
+  // The child runs TypeScript through the same loader tap gave this process.
+  const child = spawn(process.execPath, [...process.execArgv, fixture], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] })
+  t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
+  let output = ''
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout?.on('data', (chunk: Buffer) => {
+      output += chunk.toString()
+      const match = /listening (\d+)/.exec(output)
+      if (match) resolve(Number(match[1]))
+    })
+    child.once('exit', (code) => reject(new Error(`replica exited early with ${code}`)))
+  })
+  return { child, base: `http://127.0.0.1:${port}` }
+}
+
+async function kill (replica: Replica): Promise<void> {
+  const exited = once(replica.child, 'exit')
+  replica.child.kill('SIGKILL')
+  await exited
+}
+
+async function setup (t: Test) {
+  const redis = await requireRedis(t)
+  if (redis === null) return null
+  const fake = await startFakeAnthropic()
+  t.teardown(() => fake.close())
+  const dir = mkdtempSync(join(tmpdir(), 'approval-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const countFile = join(dir, 'runs.log')
+  const env = {
+    ...fakeEnv(fake.url), ...ROOMY_LIMITS, LOG_LEVEL: 'warn', REDIS_URL: redis.url, REDIS_PREFIX: redis.prefix,
+    TOOL_APPROVAL_REQUIRED: 'mail__*', COUNT_FILE: countFile,
+  }
+  const runs = () => existsSync(countFile) ? readFileSync(countFile, 'utf8').split('\n').filter((line) => line !== '') : []
+  return { fake, env, runs }
+}
+
+interface ChatJson { session_id: string, pending_approvals: PendingApprovalJson[], tool_calls: Array<{ tool: string }>, content: string }
+
+test('a run paused on one process continues after every process was killed and restarted; the tool runs once', async (t) => {
+  const ready = await setup(t)
+  if (ready === null) return
+  const { fake, env, runs } = ready
+  const first = await startReplica(t, env)
+  fake.enqueue({ kind: 'tool_use', tools: [{ name: 'mail__send', input: { to: 'ada@example.com' } }] })
+  const paused = await (await postJson(first.base + '/chat', { message: 'mail Ada' })).json() as ChatJson
+  t.equal(paused.pending_approvals.length, 1)
+  t.same(runs(), [], 'did not run at the pause')
+  await kill(first)
+
+  const second = await startReplica(t, env)
+  const session = await (await fetch(`${second.base}/sessions/${paused.session_id}`)).json() as { pending_approvals: unknown[] }
+  t.same(session.pending_approvals, paused.pending_approvals, 'the restarted service finds what waits')
+  fake.enqueue({ kind: 'text', text: 'Sent.' })
+  const cont = await postJson(second.base + '/chat', { session_id: paused.session_id, approvals: [{ id: paused.pending_approvals[0]?.id, approved: true }] })
+  t.equal(cont.status, 200)
+  const body = await cont.json() as ChatJson
+  t.same([body.content, body.tool_calls.map((c) => c.tool)], ['Sent.', ['mail__send']])
+  t.equal(runs().length, 1)
+  t.match(runs()[0], /"to":"ada@example.com"/, 'exactly the model\'s call')
+
+  await kill(second)
+  const third = await startReplica(t, env)
+  const again = await postJson(third.base + '/chat', { session_id: paused.session_id, approvals: [{ id: paused.pending_approvals[0]?.id, approved: true }] })
+  t.same([again.status, await again.json()], [409, { detail: 'Approval already answered' }], 'answered stays answered after a restart')
+  t.equal(runs().length, 1)
+})
+
+test('two replicas on one Redis: two continuations racing, one per replica, exactly one goes on (agent stream)', async (t) => {
+  const ready = await setup(t)
+  if (ready === null) return
+  const { fake, env, runs } = ready
+  const [a, b] = await Promise.all([startReplica(t, env), startReplica(t, env)])
+  for (let round = 0; round < 3; round++) {
+    fake.enqueue({ kind: 'tool_use', tools: [{ name: 'mail__send', input: { to: `r${round}` } }] })
+    const paused = await readSse(await postJson(a.base + '/api/v1/agent/stream', { messages: [{ role: 'user', content: 'mail' }] }))
+    const approval = paused.events.map((e) => JSON.parse(e) as { type: string, data: PendingApprovalJson }).find((e) => e.type === 'approval_required')
+    fake.enqueue({ kind: 'text', text: 'Sent.' })
+    const body = { approvals: [{ id: approval?.data.id, approved: true }] }
+    const [x, y] = await Promise.all([postJson(a.base + '/api/v1/agent/stream', body), postJson(b.base + '/api/v1/agent/stream', body)])
+    t.same([x.status, y.status].sort(), [200, 409], `round ${round}: one 200, one 409`)
+    await Promise.all([x.text(), y.text()])
+    t.equal(runs().length, round + 1, `round ${round}: the tool ran once`)
+  }
+})
