@@ -1,5 +1,5 @@
 // Tool approval on POST /api/v1/agent/stream: the pause, approve, deny, and every refusal in its order.
-import { test } from 'tap'
+import { test, type Test } from 'tap'
 import { ROOMY_LIMITS, readAgentEvents, upstreamMessages, type AgentEventJson } from '../helpers/agent.js'
 import { countingTool, isApprovalId, type PendingApprovalJson } from '../helpers/approval.js'
 import { buildFakeApp, listen, postJson } from '../helpers/fake-app.js'
@@ -8,7 +8,7 @@ const PATH = '/api/v1/agent/stream'
 const CALC = 'calculate_expression'
 const ask = (content: string) => ({ messages: [{ role: 'user', content }] })
 
-async function setup (t: Parameters<Parameters<typeof test>[1]>[0], env: Record<string, string> = {}) {
+async function setup (t: Test, env: Record<string, string> = {}) {
   const { app, fake } = await buildFakeApp(t, { ...ROOMY_LIMITS, TOOL_APPROVAL_REQUIRED: 'mail__*', ...env })
   const mail = countingTool()
   app.tools.setSource('mcp:mail', [mail.tool])

@@ -50,8 +50,13 @@ async function setup (t: Test) {
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const countFile = join(dir, 'runs.log')
   const env = {
-    ...fakeEnv(fake.url), ...ROOMY_LIMITS, LOG_LEVEL: 'warn', REDIS_URL: redis.url, REDIS_PREFIX: redis.prefix,
-    TOOL_APPROVAL_REQUIRED: 'mail__*', COUNT_FILE: countFile,
+    ...fakeEnv(fake.url),
+    ...ROOMY_LIMITS,
+    LOG_LEVEL: 'warn',
+    REDIS_URL: redis.url,
+    REDIS_PREFIX: redis.prefix,
+    TOOL_APPROVAL_REQUIRED: 'mail__*',
+    COUNT_FILE: countFile,
   }
   const runs = () => existsSync(countFile) ? readFileSync(countFile, 'utf8').split('\n').filter((line) => line !== '') : []
   return { fake, env, runs }

@@ -1,5 +1,5 @@
 // Tool approval on POST /chat, /chat/stream and GET/DELETE /sessions/{id}: the pause, the continuation, supersede, expiry.
-import { test } from 'tap'
+import { test, type Test } from 'tap'
 import { ROOMY_LIMITS, upstreamMessages } from '../helpers/agent.js'
 import { countingTool, isApprovalId, type PendingApprovalJson } from '../helpers/approval.js'
 import { buildFakeApp, listen, postJson, waitForConversations } from '../helpers/fake-app.js'
@@ -7,7 +7,7 @@ import { readSse } from '../helpers/sse-client.js'
 
 const CALC = 'calculate_expression'
 
-async function setup (t: Parameters<Parameters<typeof test>[1]>[0], env: Record<string, string> = {}) {
+async function setup (t: Test, env: Record<string, string> = {}) {
   const { app, fake } = await buildFakeApp(t, { ...ROOMY_LIMITS, TOOL_APPROVAL_REQUIRED: 'mail__send,nothing_*', ...env })
   const mail = countingTool()
   app.tools.setSource('mcp:mail', [mail.tool])
