@@ -1,7 +1,7 @@
 // The stream message forms of README "Streams": v1 text chunks, agent JSON events, unversioned text chunks.
 import type { AgentEvent, UsageReport } from './agent/events.js'
 import type { PendingCall } from './agent/state.js'
-import { namedEvent } from './http/sse.js'
+import { namedEvent } from './named-events.js'
 
 /** How a run's stream ended well: its usage, the provider's last stop reason, and the calls that wait (paused). */
 export interface StreamEnding {

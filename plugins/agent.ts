@@ -92,10 +92,10 @@ function createAgent (app: FastifyInstance) {
       defaultMaxTokens: app.llm.defaultMaxTokens,
     },
     // Tool approval is off (no store calls, every route as before) unless TOOL_APPROVAL_REQUIRED names a tool.
+    ...(config.approvalPatterns.length === 0 ? {} : { needsApproval }),
     approvals: config.approvalPatterns.length === 0
       ? undefined
       : {
-          needsApproval,
           store: app.stores.runs,
           ttlSeconds: config.TOOL_APPROVAL_TTL_SECONDS,
           requested: (tool) => { app.metrics.toolApprovalRequests.inc({ tool }) },

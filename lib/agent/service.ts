@@ -65,13 +65,14 @@ export interface AgentPorts {
   hooks: () => RunHooks
   provider: LLMProvider
   settings: AgentSettings
-  /** Tool approval (README "Tool approval"); none: no tool needs approval. */
+  /** Whether calls of a tool wait for a person's approval (TOOL_APPROVAL_REQUIRED); none: no tool does. */
+  needsApproval?: (name: string) => boolean
+  /** Where paused runs live and what approval counts; needed once `needsApproval` gates a tool. */
   approvals?: ApprovalPorts | undefined
 }
 
-/** What tool approval needs: which tools wait, where paused runs live, and the metrics it counts. */
+/** What tool approval needs besides the gate: where paused runs live, and the metrics it counts. */
 export interface ApprovalPorts {
-  needsApproval: (name: string) => boolean
   store: RunStore
   /** TOOL_APPROVAL_TTL_SECONDS. */
   ttlSeconds: number
@@ -159,9 +160,10 @@ export function createAgentService (ports: AgentPorts) {
       : (await ports.sessions.get(owner, spec.memory.id).catch(sessionStoreDown))?.turns ?? []
     spec = await closeWaitingTurn(owner, spec, history)
     // A route that cannot pause does not offer the tools that need approval.
-    const offered = (names: readonly string[]) => approvals === undefined || spec.approval !== undefined
+    const gated = ports.needsApproval
+    const offered = (names: readonly string[]) => gated === undefined || spec.approval !== undefined
       ? [...names]
-      : names.filter((name) => !approvals.needsApproval(name))
+      : names.filter((name) => !gated(name))
     const model = spec.model ?? settings.defaultModel
     const maxTokens = spec.maxTokens ?? settings.defaultMaxTokens(model)
     const conversationId = spec.memory?.id ?? spec.conversationId ?? context.requestId
@@ -239,7 +241,7 @@ export function createAgentService (ports: AgentPorts) {
   }
 
   const portsOf = (run: PreparedRun) => ({
-    provider: ports.provider, tools: ports.tools, observer: run.observer, needsApproval: approvals?.needsApproval,
+    provider: ports.provider, tools: ports.tools, observer: run.observer, needsApproval: ports.needsApproval,
   })
 
   /** The run's events: a fresh run drives; a continuation resumes its paused turn with the answers. */

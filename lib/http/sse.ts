@@ -1,6 +1,7 @@
 // The one SSE writer every stream route uses (SPEC section 6, DECISIONS section 6): framing, heartbeat, backpressure, disconnects.
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http'
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import { parseNamedEvent } from '../named-events.js'
 
 /** Headers every stream response carries; they win over same-named headers set earlier by hooks. */
 export const SSE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
@@ -100,32 +101,8 @@ export function createSseRegistry (options: { stallMs?: number } = {}): SseRegis
   }
 }
 
-/**
- * Marks a payload that carries an SSE event name. A NUL never starts a JSON payload (JSON escapes it) and
- * no model writes one, so plain payloads are never mistaken for named ones; payloads stay plain strings,
- * so the stream log stores and replays named events like any other.
- */
-const NAMED_EVENT_PREFIX = '\u0000event:'
-
-/** An SSE event name: one line, no leading or trailing spaces (a reader would trim them). */
-const EVENT_NAME = /^[^\s:](?:[^\r\n]*[^\s])?$/
-
-/**
- * A payload that {@link frameSse} writes as `event: <name>` followed by `data` as `data:` lines (for
- * `event: approval_required` on `/chat/stream`, the Responses events on `/v1/responses`).
- */
-export function namedEvent (name: string, data: string): string {
-  if (!EVENT_NAME.test(name)) throw new TypeError(`Invalid SSE event name: ${JSON.stringify(name)}`)
-  return `${NAMED_EVENT_PREFIX}${name}\n${data}`
-}
-
-/** The event name and data of a payload made by {@link namedEvent}, or undefined for a plain payload. */
-export function parseNamedEvent (payload: string): { name: string, data: string } | undefined {
-  if (!payload.startsWith(NAMED_EVENT_PREFIX)) return undefined
-  const newline = payload.indexOf('\n', NAMED_EVENT_PREFIX.length)
-  if (newline === -1) return undefined
-  return { name: payload.slice(NAMED_EVENT_PREFIX.length, newline), data: payload.slice(newline + 1) }
-}
+// Named events are encoded in lib (the stream formats make them); this writer frames them.
+export { namedEvent, parseNamedEvent } from '../named-events.js'
 
 /** The `data: ` lines of one payload: one per line of it, then a blank line. */
 function dataLines (payload: string): string {
