@@ -9,7 +9,8 @@ COPY lib ./lib
 COPY plugins ./plugins
 COPY routes ./routes
 COPY schemas ./schemas
-RUN npm run build
+# The incremental build's record stays behind: the image needs only the output.
+RUN npm run build && rm dist/.tsbuildinfo
 
 FROM node:24-bookworm-slim AS deps
 WORKDIR /app

@@ -3,7 +3,7 @@ import Fastify, { LogController, type FastifyHttpOptions, type FastifyPluginAsyn
 import type { Server } from 'node:http'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import pino, { type DestinationStream } from 'pino'
-import { loadConfig, type AppConfig } from './lib/config.js'
+import { loadConfig, type AppConfig } from './lib/config/config.js'
 import configPlugin from './plugins/config.js'
 import lifecyclePlugin from './plugins/lifecycle.js'
 import requestLogPlugin, { genReqId } from './plugins/request-log.js'
@@ -20,6 +20,7 @@ import metricsPlugin from './plugins/metrics.js'
 import runHooksPlugin from './plugins/run-hooks.js'
 import authPlugin from './plugins/auth.js'
 import rateLimitPlugin from './plugins/rate-limit.js'
+import { unversionedErrors } from './lib/dialects/session/errors.js'
 import { createErrorHandler } from './lib/http/errors.js'
 import { arrayLengthGuard, maxTotalCharsKeyword } from './lib/validation.js'
 import { BODY_LIMIT_BYTES } from './schemas/chat.js'
@@ -144,7 +145,7 @@ export async function buildApp (options: BuildAppOptions = {}) {
   await app.register(resumablePlugin)
   await app.register(agentPlugin)
 
-  app.setErrorHandler(createErrorHandler('unversioned', config.DEBUG))
+  app.setErrorHandler(createErrorHandler(unversionedErrors, config.DEBUG))
   app.setNotFoundHandler((_request, reply) => { reply.code(404).send({ detail: 'Not Found' }) })
 
   await app.register(unversionedLayout, { extraRoutes: options.extraRoutes?.unversioned })

@@ -1,6 +1,6 @@
 // Entry point: loads the config, listens on HOST:PORT, drains on SIGTERM/SIGINT.
 import { buildApp } from './app.js'
-import { ConfigError, loadConfig, type AppConfig } from './lib/config.js'
+import { ConfigError, loadConfig, type AppConfig } from './lib/config/config.js'
 import { installGracefulShutdown } from './lib/http/shutdown.js'
 
 let config: AppConfig

@@ -1,24 +1,37 @@
-// A body limit that grows with the items of one JSON array field (v2 images), enforced while the body streams in.
+// A body limit that grows with the items at one path of a JSON body (v2 images, UI file parts' data: URLs), enforced while
+// the body streams in, with an optional nesting bound so a deeply nested body is refused before it is parsed.
 import { Transform, type TransformCallback } from 'node:stream'
+
+/** A position in a JSON body: object keys and array indexes from the top. */
+export type JsonPath = ReadonlyArray<string | number>
 
 /** Options of {@link createJsonBodyBudget}. */
 export interface JsonBodyBudgetOptions {
-  /** Top-level field whose array items buy extra room (e.g. `images`). */
-  field: string
-  /** Bytes of everything outside the value of `field` (the normal body limit). */
+  /** Where the string values that buy extra room are: object keys, `'*'` for any array index (e.g. `['images', '*']`). */
+  roomPath: readonly string[]
+  /** Bytes of everything but those string values (the normal body limit). */
   baseBytes: number
-  /** Bytes of the value of `field`: this much per item in it. */
+  /** Bytes those string values may take: this much per value seen so far. */
   bytesPerItem: number
-  /** Items that buy room; further items get none (the schema refuses them anyway). */
+  /** Values that buy room; further values get none (the schema refuses them anyway). */
   maxItems: number
+  /** Deepest nesting of objects and arrays allowed (the top-level object is 1); unbounded when absent. */
+  maxDepth?: number
+  /** The error for a body nested deeper than `maxDepth`, given where it happened (its first levels). */
+  tooDeep?: (path: JsonPath) => Error
 }
 
 const QUOTE = 0x22
 const BACKSLASH = 0x5c
-const OPEN = new Set([0x7b, 0x5b]) // { [
+const OPEN_OBJECT = 0x7b
+const OPEN_ARRAY = 0x5b
 const CLOSE = new Set([0x7d, 0x5d]) // } ]
 const COLON = 0x3a
 const COMMA = 0x2c
+/** Levels whose keys are remembered (for `roomPath` and for naming where a body is too deep); deeper levels are only counted. */
+const KEPT_LEVELS = 8
+/** Longest key remembered; a longer key matches nothing. */
+const MAX_KEY_BYTES = 64
 
 /** The 413 a body over its budget answers (Fastify's error handling keeps `statusCode`). */
 export class BodyTooLargeError extends Error {
@@ -30,32 +43,46 @@ export class BodyTooLargeError extends Error {
   }
 }
 
+/** One open object or array among the first kept levels. */
+interface Frame { object: boolean, key: string | null, index: number, expectKey: boolean }
+
 /**
- * A pass-through stream for a JSON body that fails with {@link BodyTooLargeError} as soon as the bytes
- * outside the top-level `field` exceed `baseBytes`, or the bytes of its value exceed `bytesPerItem` times
- * its items seen so far (at most `maxItems`, plus one item's room for the one being read). So text never
- * gets more than the normal limit, images get room only for images, and a body over budget is refused as
- * it arrives, never buffered whole. It tracks string and nesting state only (not a parser): malformed JSON
- * is left to the JSON parser.
+ * A pass-through stream for a JSON body that fails with {@link BodyTooLargeError} as soon as the bytes outside
+ * the string values at `roomPath` exceed `baseBytes`, or the bytes of those values exceed `bytesPerItem` times
+ * the values seen so far (at most `maxItems`, plus one value's room for the one being read); and with
+ * `tooDeep(path)` as soon as the nesting passes `maxDepth`. So text never gets more than the normal limit,
+ * images get room only for images, and a body over budget is refused as it arrives, never buffered whole.
+ * It tracks string, key and nesting state only (not a parser): malformed JSON is left to the JSON parser.
  */
 export function createJsonBodyBudget (options: JsonBodyBudgetOptions): Transform {
   let outside = 0
   let inside = 0
   let items = 0
   let depth = 0
+  const frames: Frame[] = []
   let inString = false
   let escaped = false
-  /** At depth 1: whether the next string is a key; the key being read, and the key whose value we are in. */
-  let expectKey = false
+  /** The string being read is a value at `roomPath` (its bytes buy room). */
+  let inRoom = false
+  /** The key being read (at a kept level), as bytes. */
   let key: number[] | null = null
-  let currentField = ''
-  const fieldBytes = Buffer.from(options.field)
+  let failure: Error | null = null
 
-  /** Whether the byte being read belongs to the value of `field` (its array and everything in it). */
-  const inField = () => depth >= 2 && currentField === options.field
-  const count = (bytes: number) => { if (inField()) inside += bytes; else outside += bytes }
+  const count = (bytes: number) => { if (inRoom) inside += bytes; else outside += bytes }
   const overBudget = () => outside > options.baseBytes ||
     inside > options.bytesPerItem * Math.max(1, Math.min(items, options.maxItems))
+  const top = () => (depth >= 1 && depth <= KEPT_LEVELS ? frames[depth - 1] : undefined)
+  const currentPath = (): JsonPath => frames.slice(0, Math.min(depth, KEPT_LEVELS)).map((frame) => frame.object ? frame.key ?? '' : frame.index)
+  /** Whether a value starting now sits at `roomPath`. */
+  function atRoomPath (): boolean {
+    if (depth !== options.roomPath.length) return false
+    for (let level = 0; level < depth; level++) {
+      const frame = frames[level] as Frame
+      const want = options.roomPath[level]
+      if (frame.object ? frame.key !== want : want !== '*') return false
+    }
+    return true
+  }
 
   function scan (chunk: Buffer): void {
     let i = 0
@@ -64,7 +91,7 @@ export function createJsonBodyBudget (options: JsonBodyBudgetOptions): Transform
         if (escaped) {
           escaped = false
           count(1)
-          key?.push(chunk[i] as number)
+          if (key !== null && key.length <= MAX_KEY_BYTES) key.push(chunk[i] as number)
           i++
           continue
         }
@@ -74,14 +101,17 @@ export function createJsonBodyBudget (options: JsonBodyBudgetOptions): Transform
         const stop = quote === -1 ? slash : slash === -1 ? quote : Math.min(quote, slash)
         const end = stop === -1 ? chunk.length : stop
         count(end - i + (stop === -1 ? 0 : 1))
-        if (key !== null) for (let j = i; j < end && key.length <= fieldBytes.length; j++) key.push(chunk[j] as number)
+        if (key !== null) for (let j = i; j < end && key.length <= MAX_KEY_BYTES; j++) key.push(chunk[j] as number)
         if (stop === -1) return
         if (chunk[stop] === BACKSLASH) {
           escaped = true
         } else {
           inString = false
-          if (key !== null) {
-            currentField = Buffer.from(key).equals(fieldBytes) ? options.field : '\0'
+          inRoom = false
+          const frame = top()
+          if (key !== null && frame !== undefined) {
+            // Escapes are kept raw: a key spelled with escapes matches nothing, which only costs its sender room.
+            frame.key = key.length > MAX_KEY_BYTES ? null : Buffer.from(key).toString()
             key = null
           }
         }
@@ -89,28 +119,36 @@ export function createJsonBodyBudget (options: JsonBodyBudgetOptions): Transform
         continue
       }
       const byte = chunk[i] as number
-      count(1)
+      const frame = top()
       if (byte === QUOTE) {
         inString = true
-        if (depth === 1 && expectKey) {
+        if (frame?.object === true && frame.expectKey) {
           key = []
-          expectKey = false
-        } else if (depth === 2 && currentField === options.field) {
+          frame.expectKey = false
+        } else if (atRoomPath()) {
+          inRoom = true
           items++
         }
-      } else if (OPEN.has(byte)) {
+        count(1)
+      } else if (byte === OPEN_OBJECT || byte === OPEN_ARRAY) {
+        count(1)
         depth++
-        // The opening bracket of the field's array is its own (counted above as outside): move it.
-        if (depth === 2 && currentField === options.field) { outside--; inside++ }
-        if (depth === 1) expectKey = byte === 0x7b
+        if (depth <= KEPT_LEVELS) frames[depth - 1] = { object: byte === OPEN_OBJECT, key: null, index: 0, expectKey: byte === OPEN_OBJECT }
+        if (options.maxDepth !== undefined && depth > options.maxDepth) {
+          failure = options.tooDeep?.(currentPath()) ?? new BodyTooLargeError()
+          return
+        }
       } else if (CLOSE.has(byte)) {
-        depth--
-        if (depth === 1) currentField = ''
-      } else if (byte === COMMA && depth === 1) {
-        expectKey = true
-        currentField = ''
-      } else if (byte === COLON && depth === 1) {
-        expectKey = false
+        count(1)
+        if (depth > 0) depth--
+      } else if (byte === COMMA) {
+        count(1)
+        if (frame !== undefined) {
+          if (frame.object) { frame.expectKey = true; frame.key = null } else frame.index++
+        }
+      } else {
+        count(1)
+        if (byte === COLON && frame?.object === true) frame.expectKey = false
       }
       i++
     }
@@ -119,6 +157,10 @@ export function createJsonBodyBudget (options: JsonBodyBudgetOptions): Transform
   return new Transform({
     transform (chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback) {
       scan(chunk)
+      if (failure !== null) {
+        callback(failure)
+        return
+      }
       if (overBudget()) {
         callback(new BodyTooLargeError())
         return

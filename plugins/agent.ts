@@ -8,7 +8,7 @@ import type { RunSpec } from '../lib/agent/spec.js'
 import { approvalMatcher } from '../lib/agent/approval-policy.js'
 import { UsageTally } from '../lib/agent/usage.js'
 import { openSseStream, type SseWriter } from '../lib/http/sse.js'
-import type { StreamFormat } from '../lib/stream-formats.js'
+import type { StreamFormat } from '../lib/agent/stream-format.js'
 import type { StreamLayout } from './resumable.js'
 
 /** Preparing a run aborts nothing: its context needs a signal all the same. */

@@ -1,6 +1,6 @@
 // Config plugin: decorates the instance with the resolved configuration.
 import fp from 'fastify-plugin'
-import type { AppConfig } from '../lib/config.js'
+import type { AppConfig } from '../lib/config/config.js'
 
 declare module 'fastify' {
   interface FastifyInstance { config: AppConfig }

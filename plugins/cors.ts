@@ -2,13 +2,23 @@
 import fp from 'fastify-plugin'
 import cors from '@fastify/cors'
 
+/**
+ * Response headers a browser client on another allowed origin may read: ids to resume and cancel streams, the
+ * rate-limit and back-off headers (README, CORS).
+ */
+export const EXPOSED_HEADERS = [
+  'X-Request-Id', 'X-Session-Id', 'X-Stream-Id', 'Content-Location', 'Retry-After',
+  'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset',
+  'x-ratelimit-limit-tokens', 'x-ratelimit-remaining-tokens', 'x-ratelimit-reset-tokens',
+]
+
 export default fp(async (app) => {
   const { corsOrigins, corsAnyOrigin } = app.config
   await app.register(cors, {
     origin: corsAnyOrigin ? '*' : corsOrigins,
     credentials: !corsAnyOrigin,
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
-    exposedHeaders: ['X-Request-Id', 'Retry-After', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'],
+    exposedHeaders: EXPOSED_HEADERS,
     maxAge: 600,
   })
 }, { name: 'cors', dependencies: ['config'], fastify: '5.x' })

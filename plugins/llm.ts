@@ -1,10 +1,10 @@
 // LLM plugin: a provider per model (the router, DECISIONS 14), behind the concurrency limit and queue (DECISIONS 3, 9).
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
-import type { ModelRoute } from '../lib/models.js'
-import { createAnthropicProvider } from '../lib/llm/anthropic.js'
+import type { ModelRoute } from '../lib/config/models.js'
 import { createLimiter, type Limiter } from '../lib/llm/limiter.js'
-import { createOfflineProvider } from '../lib/llm/offline.js'
+import { createOfflineProvider } from '../lib/llm/providers/offline/provider.js'
+import { PROVIDER_KINDS, type ProviderKind } from '../lib/llm/providers/registry.js'
 import { createModelRouter, type RouterModel } from '../lib/llm/router.js'
 import type { LLMProvider } from '../lib/llm/types.js'
 import { findArithmeticExpression } from '../lib/llm/arithmetic-in-text.js'
@@ -29,40 +29,33 @@ export interface LLMPluginOptions {
 /** One provider per endpoint (kind, URL, key), shared by the models that use it; the router over them all. */
 async function createRoutedProvider (app: FastifyInstance, limiter: Limiter): Promise<LLMProvider> {
   const config = app.config
-  // The openai SDK is loaded only when a model uses it (it adds to every startup otherwise).
-  const openai = config.modelRoutes.some((route) => route.provider === 'openai') ? await import('../lib/llm/openai.js') : undefined
+  // Only the kinds some model uses are loaded (an SDK adds to every startup otherwise).
+  const kinds = new Set<ProviderKind>(config.modelRoutes.map((route) => route.provider))
+  const factories = new Map(await Promise.all([...kinds].map(async (kind) => [kind, await PROVIDER_KINDS[kind].load()] as const)))
   const endpoints = new Map<string, LLMProvider>()
-  const common = {
-    maxAttempts: config.LLM_MAX_ATTEMPTS,
-    retryMinSeconds: config.LLM_RETRY_MIN_SECONDS,
-    retryMaxSeconds: config.LLM_RETRY_MAX_SECONDS,
-    timeoutSeconds: config.LLM_TIMEOUT_SECONDS,
-    logger: app.log,
-  }
   const providerOf = (route: ModelRoute): LLMProvider => {
-    const key = route.provider === 'offline' ? 'offline' : `${route.provider} ${route.baseURL ?? ''} ${route.apiKey ?? ''}`
+    const spec = PROVIDER_KINDS[route.provider]
+    const key = spec.endpoint === undefined ? route.provider : `${route.provider} ${route.baseURL ?? ''} ${route.apiKey ?? ''}`
     let provider = endpoints.get(key)
     if (provider !== undefined) return provider
-    const endpoint = { ...(route.baseURL === undefined ? {} : { baseURL: route.baseURL }) }
-    if (route.provider === 'anthropic') {
-      provider = createAnthropicProvider({
-        ...common,
-        ...endpoint,
-        apiKey: route.apiKey ?? '',
-        ...(config.LLM_API_VERSION ? { apiVersion: config.LLM_API_VERSION } : {}),
-      })
-    } else if (route.provider === 'openai' && openai !== undefined) {
-      provider = openai.createOpenAIProvider({ ...common, ...endpoint, ...(route.apiKey === undefined ? {} : { apiKey: route.apiKey }) })
-    } else {
-      provider = createOfflineProvider({
+    const create = factories.get(route.provider)
+    if (create === undefined) throw new Error(`provider ${route.provider} was not loaded`)
+    provider = create({
+      maxAttempts: config.LLM_MAX_ATTEMPTS,
+      retryMinSeconds: config.LLM_RETRY_MIN_SECONDS,
+      retryMaxSeconds: config.LLM_RETRY_MAX_SECONDS,
+      timeoutSeconds: config.LLM_TIMEOUT_SECONDS,
+      logger: app.log,
+      ...(route.baseURL === undefined ? {} : { baseURL: route.baseURL }),
+      ...(route.apiKey === undefined ? {} : { apiKey: route.apiKey }),
+      ...(config.LLM_API_VERSION ? { apiVersion: config.LLM_API_VERSION } : {}),
+      offline: {
         knowledgeKeys: app.knowledgeBase.keys(),
         findExpression: findArithmeticExpression,
         toolNames: { calculator: CALCULATOR_TOOL, knowledgeBase: KNOWLEDGE_BASE_TOOL },
-      })
-      app.log.info(config.provider === 'offline'
-        ? 'LLM_PROVIDER=offline: answering with the embedded offline model (no network)'
-        : 'offline: models answer with the embedded offline model (no network)')
-    }
+      },
+      isDefaultKind: route.provider === config.provider,
+    })
     endpoints.set(key, provider)
     return provider
   }
@@ -71,7 +64,7 @@ async function createRoutedProvider (app: FastifyInstance, limiter: Limiter): Pr
     upstream: route.model,
     provider: providerOf(route),
     fallbacks: route.fallbacks,
-    reportsOwnName: route.provider === 'offline',
+    reportsOwnName: PROVIDER_KINDS[route.provider].reportsOwnName === true,
     kind: route.provider,
     baseURL: route.baseURL,
   }))

@@ -5,7 +5,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { HttpError } from '../lib/errors.js'
 import { openSseStream, type SseWriter } from '../lib/http/sse.js'
 import type { StreamEntry, StreamProducer } from '../lib/stores/stream-log.js'
-import type { StreamFormat } from '../lib/stream-formats.js'
+import type { StreamFormat } from '../lib/agent/stream-format.js'
 
 /** Which layout a stream belongs to: it decides the resume URL. */
 export type StreamLayout = 'versioned' | 'unversioned'
@@ -54,12 +54,73 @@ export interface OpenedStream {
   done (): void
 }
 
+/** How often this process refreshes the leases of its detached runs (a third of their 30 s lease, lib/stores/detached-runs.ts). */
+const DETACHED_REFRESH_MS = 10_000
+
+/** Yields `entries`, telling `onTerminal` when the terminal one went by (so a reader that stops before it has left). */
+async function * watchTerminal (entries: AsyncIterable<StreamEntry>, seen: { terminal: boolean }): AsyncGenerator<StreamEntry> {
+  for await (const entry of entries) {
+    if (entry.terminal) seen.terminal = true
+    yield entry
+  }
+}
+
 function createResumable (app: FastifyInstance) {
   const runs = new Set<AbortController>()
+  /** Runs started here and still going: their owner and how many readers follow them on this process. */
+  const local = new Map<string, { owner: string, readers: number }>()
   app.lifecycle.onForceClose(() => {
     for (const run of runs) run.abort(new DOMException('Server is shutting down', 'AbortError'))
   })
+  // Keeps the leases of this process's runs that are detached (the store ignores runs that are not).
+  const refresher = setInterval(() => {
+    for (const [id, run] of local) {
+      app.stores.detachedRuns.refresh(run.owner, id).catch((error: unknown) => { app.log.debug({ err: error }, 'detached run refresh failed') })
+    }
+  }, DETACHED_REFRESH_MS)
+  refresher.unref()
+  app.addHook('onClose', async () => { clearInterval(refresher) })
+
+  /**
+   * The last reader of a running stream left: the run goes on detached, unless its owner already has
+   * MAX_DETACHED_RUNS_PER_IDENTITY detached runs; then it is cancelled as by POST <resume URL>/cancel.
+   */
+  async function readerLeft (id: string, owner: string): Promise<void> {
+    const run = local.get(id)
+    if (run !== undefined) {
+      if (run.readers > 0) return
+    } else {
+      // Started on another replica: only a stream still running counts.
+      const info = await app.stores.streamLog.info(id, owner)
+      if (info?.state !== 'running') return
+    }
+    const kept = await app.stores.detachedRuns.detach(owner, id, app.config.MAX_DETACHED_RUNS_PER_IDENTITY)
+    if (kept) return
+    app.log.info({ streamId: id, max: app.config.MAX_DETACHED_RUNS_PER_IDENTITY }, 'detached run cancelled: too many detached runs for its identity')
+    await app.stores.streamLog.cancel(id, owner)
+  }
+
+  /**
+   * Follows stream `id` of `owner` on `sse` (the starter's connection or a resumer's): while it reads, the run is
+   * attended; when it leaves before the end, {@link readerLeft}.
+   */
+  async function follow (id: string, owner: string, entries: AsyncIterable<StreamEntry>, sse: SseWriter): Promise<void> {
+    const run = local.get(id)
+    if (run !== undefined) run.readers++
+    await app.stores.detachedRuns.attach(owner, id).catch((error: unknown) => { app.log.warn({ err: error }, 'detached run attach failed') })
+    const seen = { terminal: false }
+    try {
+      await pipeEntries(watchTerminal(entries, seen), sse)
+    } finally {
+      if (run !== undefined) run.readers--
+      if (!seen.terminal && !app.lifecycle.draining) {
+        await readerLeft(id, owner).catch((error: unknown) => { app.log.warn({ err: error, streamId: id }, 'detached run check failed') })
+      }
+    }
+  }
+
   return {
+    follow,
     /**
      * Starts a resumable stream in `format`: records it in the log, answers with `X-Stream-Id` and
      * `Content-Location` and follows the log on this connection. A stream store that is down is a 503
@@ -75,6 +136,7 @@ function createResumable (app: FastifyInstance) {
       }).catch(streamStoreDown)
       const controller = new AbortController()
       runs.add(controller)
+      local.set(id, { owner: request.identity, readers: 0 })
       const onCancel = (): void => { controller.abort(producer.cancelSignal.reason) }
       producer.cancelSignal.addEventListener('abort', onCancel, { once: true })
       reply.header('x-stream-id', id)
@@ -85,9 +147,11 @@ function createResumable (app: FastifyInstance) {
         id,
         producer,
         signal: controller.signal,
-        followed: pipeEntries(producer.follow(0, sse.signal), sse),
+        followed: follow(id, request.identity, producer.follow(0, sse.signal), sse),
         done () {
           runs.delete(controller)
+          local.delete(id)
+          app.stores.detachedRuns.attach(request.identity, id).catch((error: unknown) => { app.log.debug({ err: error }, 'detached run removal failed') })
           producer.cancelSignal.removeEventListener('abort', onCancel)
         },
       }

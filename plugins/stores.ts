@@ -8,10 +8,15 @@ import {
 import type { ConversationLog, RateLimitStore, SessionStore } from '../lib/stores/types.js'
 import type { StreamLog } from '../lib/stores/stream-log.js'
 import { createMemoryStreamLog } from '../lib/stores/memory-stream-log.js'
-import { createRedisStreamLog, streamLogConnections } from '../lib/stores/redis-stream-log.js'
+import { streamLogConnections } from '../lib/stores/redis-stream-log/connections.js'
+import { createRedisStreamLog } from '../lib/stores/redis-stream-log/log.js'
 import { createMemoryChatStreamIndex, createRedisChatStreamIndex, type ChatStreamIndex } from '../lib/stores/chat-streams.js'
 import { createMemoryRunStore, type RunStore } from '../lib/stores/run-store.js'
 import { createRedisRunStore } from '../lib/stores/redis-run-store.js'
+import { createMemoryDetachedRuns, createRedisDetachedRuns, type DetachedRuns } from '../lib/stores/detached-runs.js'
+
+/** How long a detached run counts without its process refreshing it (README, resumable streams). */
+const DETACHED_LEASE_MS = 30_000
 
 export interface Stores {
   sessions: SessionStore
@@ -23,6 +28,8 @@ export interface Stores {
   chatStreams: ChatStreamIndex
   /** Runs paused for a person's approval (README "Tool approval"). */
   runs: RunStore
+  /** Runs of each identity going on without a client (MAX_DETACHED_RUNS_PER_IDENTITY), shared by replicas with Redis. */
+  detachedRuns: DetachedRuns
   /** `redis` when REDIS_URL is set (one Redis or a Redis Cluster), else `memory`. */
   kind: 'memory' | 'redis'
 }
@@ -53,6 +60,7 @@ export default fp<StoresPluginOptions>(async (app, options) => {
       streamLog: createMemoryStreamLog({ ttlSeconds: config.STREAM_RESUME_TTL_SECONDS }),
       chatStreams: createMemoryChatStreamIndex({ ttlSeconds: config.STREAM_RESUME_TTL_SECONDS, maxEntries: config.MAX_SESSIONS }),
       runs: createMemoryRunStore({ ...runRetention, maxRuns: config.MAX_SESSIONS }),
+      detachedRuns: createMemoryDetachedRuns({ leaseMs: DETACHED_LEASE_MS }),
     }
   } else {
     const clientOptions = { logger: app.log, connectionName: 'agent-chat-api' }
@@ -87,6 +95,7 @@ export default fp<StoresPluginOptions>(async (app, options) => {
       }),
       chatStreams: createRedisChatStreamIndex(redis, { prefix, ttlSeconds: config.STREAM_RESUME_TTL_SECONDS }),
       runs: createRedisRunStore(redis, { prefix, ...runRetention }),
+      detachedRuns: createRedisDetachedRuns(redis, { prefix, leaseMs: DETACHED_LEASE_MS }),
     }
     // /ready shows `failed: unavailable` for a failing check; the driver's error goes to the log only.
     app.lifecycle.addCheck('redis', async () => { await redis.ping() })
@@ -101,7 +110,7 @@ export default fp<StoresPluginOptions>(async (app, options) => {
   app.metrics.setActiveSessionsSource(() => stores.sessions.count())
   app.addHook('onClose', async () => {
     await Promise.allSettled([
-      stores.sessions.close(), stores.rateLimit.close(), stores.conversations.close(), stores.streamLog.close(), stores.chatStreams.close(),
+      stores.sessions.close(), stores.rateLimit.close(), stores.conversations.close(), stores.streamLog.close(), stores.chatStreams.close(), stores.detachedRuns.close(),
       stores.runs.close(),
     ])
   })

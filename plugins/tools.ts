@@ -1,7 +1,6 @@
 // Tools plugin: one registry of the built-in tools and every MCP server's tools (MCP_CONFIG_FILE), the knowledge base.
 import fp from 'fastify-plugin'
-import { BUILT_IN_DOCUMENTS, createKnowledgeBase, loadKnowledgeBaseFile, type KnowledgeBase } from '../lib/tools/knowledge-base.js'
-import { loadMcpConfig } from '../lib/tools/mcp/config.js'
+import { BUILT_IN_DOCUMENTS, createKnowledgeBase, type KnowledgeBase } from '../lib/tools/knowledge-base.js'
 import { createMcpServers, type McpServers } from '../lib/tools/mcp/servers.js'
 import { createToolRegistry, type ToolRegistry } from '../lib/tools/registry.js'
 
@@ -16,28 +15,29 @@ declare module 'fastify' {
 
 export default fp(async (app) => {
   const config = app.config
-  const file = config.KNOWLEDGE_BASE_FILE
-  const knowledgeBase = createKnowledgeBase(file ? loadKnowledgeBaseFile(file) : BUILT_IN_DOCUMENTS)
+  // KNOWLEDGE_BASE_FILE and MCP_CONFIG_FILE were read and checked with the config (lib/config/).
+  const knowledgeBase = createKnowledgeBase(config.knowledgeDocuments ?? BUILT_IN_DOCUMENTS)
   const registry = createToolRegistry(knowledgeBase, { maxResultChars: config.TOOL_RESULT_MAX_CHARS })
   app.decorate('knowledgeBase', knowledgeBase)
   app.decorate('tools', registry)
 
-  // A bad file stops startup here (ConfigError, one line naming the server).
-  const servers = config.MCP_CONFIG_FILE ? loadMcpConfig(config.MCP_CONFIG_FILE) : new Map()
+  const servers = config.mcpServers
   const { mcpServerUp } = app.metrics
   const mcp = createMcpServers(servers, {
     registry,
     log: app.log.child({ component: 'mcp' }),
     callTimeoutMs: config.MCP_TOOL_TIMEOUT_SECONDS * 1000,
+    maxConcurrentCalls: config.MCP_MAX_CONCURRENT_CALLS,
     onState: (server, state) => { mcpServerUp.set({ server }, state === 'up' ? 1 : 0) },
   })
   app.decorate('mcp', mcp)
   for (const server of servers.keys()) {
     mcpServerUp.set({ server }, 0)
-    // Reported by /ready, never failing it: the service works without any one MCP server.
+    // Reported by /ready, never failing it: the service works without any one MCP server. The state only: a reason
+    // (a child's stderr, a remote's error body) may hold secrets, and goes to the log instead.
     app.lifecycle.addStatus(`mcp:${server}`, () => {
-      const status = mcp.statuses()[server]
-      return status === undefined || status.state === 'up' ? 'ok' : `${status.state}: ${status.reason ?? 'unknown'}`
+      const state = mcp.statuses()[server]?.state
+      return state === undefined || state === 'up' ? 'ok' : state
     })
   }
   app.addHook('onClose', async () => { await mcp.close() })

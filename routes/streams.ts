@@ -4,7 +4,7 @@ import { Type } from 'typebox'
 import { HttpError } from '../lib/errors.js'
 import { openSseStream } from '../lib/http/sse.js'
 import { parseEventId } from '../lib/stores/stream-log.js'
-import { pipeEntries, streamStoreDown, type StreamLayout } from '../plugins/resumable.js'
+import { streamStoreDown, type StreamLayout } from '../plugins/resumable.js'
 import { SseResponse } from '../schemas/chat.js'
 import { CancelAccepted, ResumeHeaders, ResumeQuery, StreamParams } from '../schemas/streams.js'
 
@@ -45,7 +45,7 @@ const streamRoutes: FastifyPluginAsyncTypebox<{ layout: StreamLayout }> = async 
     if (info.endId !== undefined && after >= info.endId) return await reply.code(204).send(null)
     reply.header('x-stream-id', request.params.id)
     const sse = openSseStream(request, reply, { heartbeatMs: app.config.SSE_HEARTBEAT_SECONDS * 1000, registry: app.streams })
-    await pipeEntries(log.read(request.params.id, after, sse.signal), sse).catch((error: unknown) => {
+    await app.resumable.follow(request.params.id, owner, log.read(request.params.id, after, sse.signal), sse).catch((error: unknown) => {
       request.log.warn({ err: error }, 'resume stream failed')
     })
     return reply

@@ -9,9 +9,8 @@ const Seconds = (def: number, description: string) =>
 export const DEFAULT_MODELS = 'claude-sonnet-5-5,claude-opus-5-5,claude-haiku-5-5'
 
 export const EnvSchema = Type.Object({
-  LLM_PROVIDER: Type.Optional(Type.Union([Type.Literal('anthropic'), Type.Literal('openai'), Type.Literal('offline')], {
-    description: 'Model provider; default anthropic when LLM_API_KEY is set, else offline',
-  })),
+  // The kinds are the provider registry's (lib/llm/providers/registry.ts), checked when the config is resolved.
+  LLM_PROVIDER: Type.Optional(Type.String({ description: 'Model provider kind; default anthropic when LLM_API_KEY is set, else offline' })),
   LLM_API_KEY: Type.Optional(Type.String({ description: 'API key of LLM_PROVIDER' })),
   LLM_BASE_URL: Type.Optional(Type.String({ description: 'Base URL of LLM_PROVIDER (an OpenAI-compatible server: http://localhost:11434/v1)' })),
   ANTHROPIC_API_KEY: Type.Optional(Type.String({ description: 'Anthropic API key (anthropic: models when LLM_PROVIDER is another)' })),
@@ -61,6 +60,8 @@ export const EnvSchema = Type.Object({
   STREAM_RESUME_TTL_SECONDS: Int(600, 1, 'How long a resumable stream stays replayable after it ends'),
   MCP_CONFIG_FILE: Type.Optional(Type.String({ description: 'MCP servers whose tools the agent may use ({"mcpServers": {...}})' })),
   MCP_TOOL_TIMEOUT_SECONDS: Seconds(30, 'Per MCP tool call timeout'),
+  MAX_DETACHED_RUNS_PER_IDENTITY: Int(8, 0, 'Runs of one identity that may go on without a client; a run left beyond that is cancelled', 100_000),
+  MCP_MAX_CONCURRENT_CALLS: Int(8, 1, 'Calls at once per MCP server; the rest wait (their timeout counts from their start)', 10_000),
   TOOL_RESULT_MAX_CHARS: Int(20_000, 100, 'A longer tool result is cut (and says so) before it reaches the model'),
   MAX_TOOL_CALLS_PER_TURN: Int(32, 1, 'Tool calls of one model turn that run; the rest get an error result', 10_000),
   PLAYGROUND: Type.Boolean({ default: true, description: 'Serve the chat page at /playground' }),

@@ -37,7 +37,8 @@ export const UiMessagePart = Type.Object({
   input: Type.Optional(Type.Unknown({ description: 'Tool input (a JSON object)' })),
   output: Type.Optional(Type.Unknown({ description: 'Tool output' })),
   errorText: optionalText('Error text of a failed tool call'),
-}, { description: 'A UI message part', additionalProperties: true })
+  providerMetadata: Type.Optional(Type.Unknown({ description: 'Provider metadata (not used)' })),
+}, { description: 'A UI message part; input, output and providerMetadata at most 64 KB of JSON and 32 levels deep each; other fields are ignored', additionalProperties: true })
 
 export const UiMessage = Type.Object({
   id: Type.String({ maxLength: 256, description: 'Message id' }),
@@ -47,8 +48,8 @@ export const UiMessage = Type.Object({
     description: 'user, assistant or system (system text becomes the system prompt)',
   }),
   parts: Type.Array(UiMessagePart, { maxItems: MAX_UI_PARTS, description: 'The message parts' }),
-  metadata: Type.Optional(Type.Unknown()),
-}, { description: 'A UI message of the AI SDK', additionalProperties: true })
+  metadata: Type.Optional(Type.Unknown({ description: 'Message metadata (not used); at most 64 KB of JSON and 32 levels deep' })),
+}, { description: 'A UI message of the AI SDK; other fields are ignored', additionalProperties: true })
 
 /** The body useChat's DefaultChatTransport sends, plus an optional `model`; `models` are the allowed ones. */
 export function uiChatRequestSchema (models: readonly string[]) {
@@ -66,7 +67,7 @@ export function uiChatRequestSchema (models: readonly string[]) {
       enum: [...models],
       description: `Model to use; default ${models[0] ?? 'the configured default'}`,
     })),
-  }, { description: 'useChat request body (DefaultChatTransport)', additionalProperties: true })
+  }, { description: 'useChat request body (DefaultChatTransport); other fields are ignored', additionalProperties: true })
 }
 
 export const UiChatParams = Type.Object({ id: ChatId })

@@ -5,11 +5,11 @@ import type { ChatTurn, ContentBlock, LLMProvider, ToolResultBlock } from '../ll
 import { boundConversationRecord } from '../stores/conversation-bounds.js'
 import type { ApprovalRecord, PausedRun, RunStore } from '../stores/run-store.js'
 import type { ConversationLog, SessionStore } from '../stores/types.js'
-import type { StreamFormat } from '../stream-formats.js'
 import {
   approvalView, claimAnswers, EXPIRED_TEXT, issueApprovals, newApprovalId, supersededResults,
   type AnswerScope, type ApprovalAnswer,
 } from './approvals.js'
+import type { StreamFormat } from './stream-format.js'
 import type { RunHooks, RunObserver, RunOutcome } from './hooks.js'
 import { drive, resume, resultOf, type AgentResult, type ApprovalDecision, type ToolPort } from './run.js'
 import type { RunSpec } from './spec.js'

@@ -90,6 +90,32 @@ export function fallbackReason (error: unknown): string | undefined {
   return transient ? text : undefined
 }
 
+/** Names of timeout errors (the SDKs', and an attempt gone silent); codes of timeouts below HTTP. */
+const TIMEOUT_NAMES = new Set(['TimeoutError', 'APIConnectionTimeoutError'])
+const TIMEOUT_CODES = new Set(['ETIMEDOUT', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT'])
+
+/** Whether `error` (or a cause of it) is a timeout: a request can make a call slow, so it says nothing about the model. */
+function isTimeout (error: unknown, depth = 0): boolean {
+  if (typeof error !== 'object' || error === null || depth > 5) return false
+  if (error instanceof LLMServiceError && error.statusCode === 504) return true
+  const name = field(error, 'name')
+  const code = field(error, 'code')
+  if ((typeof name === 'string' && TIMEOUT_NAMES.has(name)) || (typeof code === 'string' && TIMEOUT_CODES.has(code))) return true
+  const status = field(error, 'status')
+  if (status === 408) return true
+  return isTimeout(field(error, 'cause'), depth + 1)
+}
+
+/**
+ * Whether a failure that moves to the next model also puts its model in cooldown: only failures a request cannot
+ * cause (5xx, 529, 429, connection errors, error events in the stream); a timeout or a 408/409 does not.
+ */
+export function startsCooldown (error: unknown): boolean {
+  if (fallbackReason(error) === undefined || isTimeout(error)) return false
+  const cause = error instanceof LLMServiceError && error.cause !== undefined ? error.cause : error
+  return field(cause, 'status') !== 409
+}
+
 /** A provider that dispatches on `request.model`, with the LLMProvider interface plus the routing table's queries. */
 export interface ModelRouter extends LLMProvider {
   /** Whether `name` failed within the last MODEL_COOLDOWN_SECONDS. */
@@ -99,7 +125,7 @@ export interface ModelRouter extends LLMProvider {
 /**
  * Creates the router: each call goes to its model's provider with the upstream id; a call that
  * fails before any of its output was yielded (see {@link fallbackReason}) moves to the next model
- * of the chain (the model's fallbacks). A model that failed so is skipped for `cooldownSeconds`
+ * of the chain (the model's fallbacks). A model that failed so (not by a timeout, {@link startsCooldown}) is skipped for `cooldownSeconds`
  * while one of its fallbacks is not cooling down too. Answers report the client-visible name of
  * the model that answered.
  */
@@ -144,7 +170,7 @@ export function createModelRouter (options: ModelRouterOptions): ModelRouter {
   const failed = (model: RouterModel, next: RouterModel | undefined, error: unknown): boolean => {
     const reason = fallbackReason(error)
     if (reason === undefined) return false
-    if (cooldownMs > 0) coolUntil.set(model.name, now() + cooldownMs)
+    if (cooldownMs > 0 && startsCooldown(error)) coolUntil.set(model.name, now() + cooldownMs)
     if (next === undefined) return false
     options.onFallback?.({ from: model.name, to: next.name, reason, error })
     return true

@@ -61,10 +61,17 @@ export interface ModelRequest {
 /** Token counts of a model call. */
 export type Usage = Static<typeof UsageSchema>
 
+/**
+ * Why a model call stopped, in Messages API terms; every provider maps its own reasons onto these
+ * (OpenAI-compatible: `length` is `max_tokens`, `content_filter` is `refusal`, tool calls are `tool_use`).
+ */
+export type StopReason =
+  | 'end_turn' | 'max_tokens' | 'stop_sequence' | 'tool_use' | 'pause_turn' | 'refusal' | 'model_context_window_exceeded'
+
 export interface ModelResponse {
   model: string
   content: Array<TextBlock | ToolUseBlock>
-  stopReason: string | null
+  stopReason: StopReason | null
   usage: Usage
   /** True when `usage` is an estimate, not the provider's count (the offline model). */
   usageEstimated?: boolean

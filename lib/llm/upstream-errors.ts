@@ -16,6 +16,22 @@ export function causeText (error: unknown): string {
   return `${error.message}${cause}`
 }
 
+/** Key-like strings an upstream may echo back: OpenAI and Anthropic keys, bearer tokens. */
+const KEY_LIKE = /\b(?:sk-ant-[\w-]+|sk-[\w-]{4,}|Bearer\s+[\w.~+/=-]+)/g
+
+/** `text` with each key-like string cut to its first 4 characters and `…`. */
+export function maskKeys (text: string): string {
+  return text.replace(KEY_LIKE, (key) => `${key.slice(0, 4)}…`)
+}
+
+/** Transport details a message may carry: an errno code, an IPv4 or bracketed IPv6 address, a host:port. */
+const TRANSPORT_DETAIL = /\b(?:E[A-Z]{3,}|\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?|\[[0-9a-fA-F:.]+\](?::\d+)?|[\w.-]+:\d{2,5})\b/g
+
+/** A message without transport details (they go to the log only) and with keys masked. */
+function publicDetail (text: string): string {
+  return maskKeys(text).replace(TRANSPORT_DETAIL, '…')
+}
+
 /** How one SDK's failures are told apart. */
 export interface UpstreamErrorKinds {
   /** Shown in messages: `Anthropic`, `OpenAI`. */
@@ -28,22 +44,22 @@ export interface UpstreamErrorKinds {
 
 /**
  * Turns an upstream failure into an LLMServiceError: 504 for timeouts (the SDK's, or an attempt gone silent,
- * named `TimeoutError`), 502 for everything else; the upstream's `retry-after` is kept.
+ * named `TimeoutError`), 502 for everything else; the upstream's `retry-after` is kept. Its message reaches
+ * clients: it names the kind of failure and the upstream's own status and text (keys masked), never a transport
+ * cause's address, host, port or errno (the whole cause is logged by {@link callFailure}).
  */
 export function toServiceError (error: unknown, timeoutSeconds: number, kinds: UpstreamErrorKinds): LLMServiceError {
   if (error instanceof LLMServiceError) return error
   const retryAfter = retryAfterSeconds(error)
   const options = { cause: error, ...(retryAfter === undefined ? {} : { retryAfter: Math.ceil(retryAfter) }) }
   if (kinds.isTimeout(error) || (error instanceof Error && error.name === 'TimeoutError')) {
-    return new LLMServiceError(`${kinds.vendor} API timed out after ${timeoutSeconds} s`, 504, options)
+    return new LLMServiceError(`timed out after ${timeoutSeconds} s`, 504, options)
   }
-  if (kinds.isConnectionError(error)) {
-    const cause = error instanceof Error && error.cause !== undefined ? error.cause : error
-    return new LLMServiceError(`${kinds.vendor} API connection error: ${causeText(cause)}`, 502, options)
-  }
+  if (kinds.isConnectionError(error)) return new LLMServiceError('connection error', 502, options)
   const api = kinds.apiErrorText(error)
-  if (api !== undefined) return new LLMServiceError(api, 502, options)
-  return new LLMServiceError(`${kinds.vendor} API call failed: ${causeText(error)}`, 502, options)
+  if (api !== undefined) return new LLMServiceError(maskKeys(api), 502, options)
+  const message = error instanceof Error ? error.message : String(error)
+  return new LLMServiceError(`${kinds.vendor} API call failed: ${publicDetail(message)}`, 502, options)
 }
 
 /** The part of a pino (or Fastify) logger a provider's failures are logged with. */
@@ -68,7 +84,11 @@ export function callFailure (error: unknown, request: ModelRequest, reporting: F
   }
   const serviceError = toServiceError(error, reporting.timeoutSeconds, reporting.kinds)
   reporting.logger?.error({
-    model: request.model, requestId: reporting.requestIdOf(error), statusCode: serviceError.statusCode, err: serviceError.message,
+    model: request.model,
+    requestId: reporting.requestIdOf(error),
+    statusCode: serviceError.statusCode,
+    err: serviceError.message,
+    detail: maskKeys(causeText(error)),
   }, `${reporting.kinds.vendor} call failed`)
   return serviceError
 }
@@ -82,7 +102,7 @@ export function logRetries (request: ModelRequest, reporting: FailureReporting):
       delayMs: info.delayMs,
       retryAfterSeconds: info.retryAfterSeconds,
       requestId: reporting.requestIdOf(info.error),
-      err: causeText(info.error),
+      err: maskKeys(causeText(info.error)),
     }, `${reporting.kinds.vendor} call failed, retrying`)
   }
 }

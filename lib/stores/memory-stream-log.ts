@@ -11,8 +11,16 @@ export interface MemoryStreamLogOptions {
   leaseMs?: number
 }
 
+/**
+ * What a kept stream costs beyond its events (its record, buffer, abort controller, timer and map entries), as
+ * measured: counted so the byte budget holds in heap bytes (README, resumable streams).
+ */
+export const STREAM_OVERHEAD_BYTES = 2048
+
 interface MemoryStream {
   options: StreamStartOptions
+  /** Bytes counted for the stream itself (not its events). */
+  overhead: number
   buffer: EventBuffer
   cancel: AbortController
   cancelRequested: boolean
@@ -37,7 +45,7 @@ export function createMemoryStreamLog (options: MemoryStreamLogOptions): StreamL
   const drop = (id: string, stream: MemoryStream): void => {
     streams.delete(id)
     finishedOrder.delete(id)
-    bytes -= stream.buffer.bytes
+    bytes -= stream.buffer.bytes + stream.overhead
     stream.buffer.wake()
   }
 
@@ -85,8 +93,10 @@ export function createMemoryStreamLog (options: MemoryStreamLogOptions): StreamL
     async start (id, startOptions) {
       if (closed) throw new Error('Stream log is closed')
       if (streams.has(id)) throw new Error(`Stream ${id} exists`)
+      const o = startOptions
       const stream: MemoryStream = {
         options: { ...startOptions },
+        overhead: STREAM_OVERHEAD_BYTES + 2 * (id.length + o.owner.length + o.format.length + o.cancelledPayload.length + o.interruptedPayload.length),
         buffer: new EventBuffer(),
         cancel: new AbortController(),
         cancelRequested: false,
@@ -96,6 +106,8 @@ export function createMemoryStreamLog (options: MemoryStreamLogOptions): StreamL
       stream.refresh = setInterval(() => { stream.leaseUntil = performance.now() + leaseMs }, leaseMs / 3)
       stream.refresh.unref()
       streams.set(id, stream)
+      bytes += stream.overhead
+      if (bytes > maxBytes) sweep()
       const producer: StreamProducer = {
         id,
         cancelSignal: stream.cancel.signal,

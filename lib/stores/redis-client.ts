@@ -206,26 +206,6 @@ export function uniqueNonce (): string {
   return randomBytes(12).toString('hex')
 }
 
-/** A Lua script run with EVALSHA, falling back to EVAL (which caches it) when the server lacks it. */
-export interface LuaScript {
-  run (redis: RedisConnection, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown>
-}
-
-/** Defines a Lua script once; `run` sends EVALSHA and retries with EVAL on NOSCRIPT. */
-export function defineScript (lua: string): LuaScript {
-  const sha = createHash('sha1').update(lua).digest('hex')
-  return {
-    async run (redis, keys, args) {
-      try {
-        return await redis.evalsha(sha, keys.length, ...keys, ...args)
-      } catch (err) {
-        if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err
-        return await redis.eval(lua, keys.length, ...keys, ...args)
-      }
-    },
-  }
-}
-
 /** Options of retryTransient. */
 export interface TransientRetryOptions {
   /** Tries in all (the first included). */

@@ -1,5 +1,6 @@
 // Redis conversation log: a capped stream of JSON records (MAXLEN on every write) that expires when idle.
-import { defineScript, type RedisConnection } from './redis-client.js'
+import { type RedisConnection } from './redis-client.js'
+import { defineScript } from './redis/scripts.js'
 import type { ConversationLog, ConversationRecord } from './types.js'
 
 /** Options of createRedisConversationLog. */

@@ -1,5 +1,6 @@
 // Redis rate-limit store: a sliding-window log in a sorted set, one atomic Lua script per hit.
-import { defineScript, hashKey, uniqueNonce, type RedisConnection } from './redis-client.js'
+import { hashKey, uniqueNonce, type RedisConnection } from './redis-client.js'
+import { defineScript } from './redis/scripts.js'
 import type { RateLimitHit, RateLimitStore } from './types.js'
 
 /** Options of createRedisRateLimitStore. */

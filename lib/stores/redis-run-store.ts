@@ -1,5 +1,6 @@
 // Redis store of paused runs (README "Tool approval"): every key of one owner under one hash tag, each change one Lua script.
-import { defineScript, hashKey, type RedisConnection } from './redis-client.js'
+import { hashKey, type RedisConnection } from './redis-client.js'
+import { defineScript } from './redis/scripts.js'
 import type { AnswerOutcome, ApprovalEntry, ApprovalFamily, PausedRun, RunStore, RunStoreOptions } from './run-store.js'
 
 // KEYS: run, scope pointer ('' scope: unused), approval... ARGV: run JSON, run id, ttl ms, retain ms, family, scope.

@@ -2,8 +2,9 @@
 import type { ChatTurn } from '../llm/types.js'
 import { trimTurns } from './memory-trim.js'
 import {
-  defineScript, hashKey, replicaAck, transientRunner, uniqueNonce, type RedisConnection, type ReplicaAckOptions, type TransientRetryOptions,
+  hashKey, replicaAck, transientRunner, uniqueNonce, type RedisConnection, type ReplicaAckOptions, type TransientRetryOptions,
 } from './redis-client.js'
+import { defineScript } from './redis/scripts.js'
 import type { SessionRecord, SessionStore } from './types.js'
 
 /** Options of createRedisSessionStore. */

@@ -1,5 +1,4 @@
-// The search_knowledge_base tool: documents found by key, the built-in documents, and loading KNOWLEDGE_BASE_FILE.
-import { readFileSync } from 'node:fs'
+// The search_knowledge_base tool: documents found by key, the built-in documents (KNOWLEDGE_BASE_FILE is read with the config).
 
 /** A set of documents looked up by key. */
 export interface KnowledgeBase {
@@ -70,33 +69,4 @@ export function createKnowledgeBase (documents: Readonly<Record<string, string>>
     match,
     keys: () => [...entries.keys()],
   }
-}
-
-/**
- * Reads a JSON object of `{key: content}` strings (KNOWLEDGE_BASE_FILE).
- * Throws an Error naming the file when it cannot be read, is not valid JSON, or is not an object of strings.
- */
-export function loadKnowledgeBaseFile (path: string): Record<string, string> {
-  let text: string
-  try {
-    text = readFileSync(path, 'utf8')
-  } catch (error) {
-    throw new Error(`Cannot read knowledge base file ${path}: ${(error as Error).message}`, { cause: error })
-  }
-  let parsed: unknown
-  try {
-    parsed = JSON.parse(text)
-  } catch (error) {
-    throw new Error(`Knowledge base file ${path} is not valid JSON: ${(error as Error).message}`, { cause: error })
-  }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-    const found = parsed === null ? 'null' : Array.isArray(parsed) ? 'an array' : `a ${typeof parsed}`
-    throw new Error(`Knowledge base file ${path} must hold a JSON object of {key: content} strings, found ${found}`)
-  }
-  for (const [key, value] of Object.entries(parsed)) {
-    if (typeof value !== 'string') {
-      throw new Error(`Knowledge base file ${path}: the value of key ${JSON.stringify(key)} must be a string, found ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value}`)
-    }
-  }
-  return parsed as Record<string, string>
 }

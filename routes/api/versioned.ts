@@ -1,5 +1,6 @@
 // The versioned layout (/api/v1, /api/v2): its own scope and error shape.
 import type { FastifyPluginAsync } from 'fastify'
+import { versionedErrors } from '../../lib/dialects/v1/errors.js'
 import { createErrorHandler, type LayoutOptions } from '../../lib/http/errors.js'
 import v1Health from './v1/health.js'
 import v1Chat from './v1/chat.js'
@@ -11,7 +12,7 @@ import v2Chat from './v2/multimodal-chat.js'
 import streamRoutes from '../streams.js'
 
 const versionedLayout: FastifyPluginAsync<LayoutOptions> = async (app, { extraRoutes }) => {
-  app.setErrorHandler(createErrorHandler('versioned', app.config.DEBUG))
+  app.setErrorHandler(createErrorHandler(versionedErrors, app.config.DEBUG))
   await app.register(async (v1) => {
     await v1.register(v1Health)
     await v1.register(v1Chat)

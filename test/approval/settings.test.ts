@@ -1,7 +1,7 @@
 // TOOL_APPROVAL_REQUIRED: patterns, the startup check, off by default; resumable pauses; a run store that is down.
 import { test } from 'tap'
 import { approvalMatcher, parseApprovalPatterns } from '../../lib/agent/approval-policy.js'
-import { ConfigError, loadConfig } from '../../lib/config.js'
+import { ConfigError, loadConfig } from '../../lib/config/config.js'
 import { createMemoryRunStore, type RunStore } from '../../lib/stores/run-store.js'
 import { ROOMY_LIMITS, readAgentEvents } from '../helpers/agent.js'
 import { countingTool, type PendingApprovalJson } from '../helpers/approval.js'

@@ -1,7 +1,6 @@
 // A fake Anthropic Messages API on a real port, scriptable per test, exact to the wire format the SDK parses.
-import { EventEmitter, once } from 'node:events'
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import type { ServerResponse } from 'node:http'
+import { FakeUpstream, type FakeReply, type FakeReplyOptions, type FakeUpstreamRequest } from '../fake-upstream/harness.js'
 import {
   errorBody, errorTypeFor, estimateTokens, evenChunks, type FakeContentBlock, type FakeMessage, type FakeUsage,
   messageFrames, sseFrame, wordChunks,
@@ -45,27 +44,10 @@ export interface FakeRequestBody {
 }
 
 /** One request the fake received. */
-export interface FakeRequest {
-  method: string
-  path: string
-  headers: IncomingHttpHeaders
-  body: FakeRequestBody
-  /** Script kind that answered it, `default` for the echo, `rejected` for a validation 400/401/404. */
-  answeredWith: FakeScript['kind'] | 'default' | 'rejected'
-  /** The client closed the connection before the response was complete. */
-  aborted: boolean
-  /** The response was completely written. */
-  finished: boolean
-  startedAt: number
-  closedAt?: number
-}
+export type FakeRequest = FakeUpstreamRequest<FakeRequestBody, FakeScript['kind']>
 
 /** Options of {@link startFakeAnthropic}; they shape the default reply used when the queue is empty. */
-export interface FakeAnthropicOptions {
-  /** Default reply (queue empty): this many tokens (`token token ...`, one per stream chunk) instead of the echo. */
-  tokensPerReply?: number
-  /** Default reply (queue empty): wait before the headers and between stream chunks. Default 0. */
-  delayMs?: number
+export interface FakeAnthropicOptions extends FakeReplyOptions {
   /** Answer 400 to temperature/top_p/top_k unless `anthropic-version: 2023-06-01` (as the API does). Default true. */
   rejectSamplingParams?: boolean
 }
@@ -73,170 +55,31 @@ export interface FakeAnthropicOptions {
 const SAMPLING_PARAMS = ['temperature', 'top_p', 'top_k'] as const
 
 /** The fake server. Start it with {@link startFakeAnthropic}. */
-export class FakeAnthropic {
-  /** Every request received, in arrival order. */
-  readonly requests: FakeRequest[] = []
-  /** Base URL to give the SDK (`baseURL`). */
-  url = ''
-  /** Requests open right now. */
-  active = 0
-  /** Highest number of requests that were open at the same time. */
-  maxConcurrent = 0
-  /** TCP connections accepted so far (keep-alive reuse shows as fewer connections than requests). */
-  connections = 0
+export class FakeAnthropic extends FakeUpstream<FakeScript, FakeRequestBody, FakeAnthropicOptions> {
+  protected override readonly wire = { pathPrefix: '', requestIdHeader: 'request-id', requestIdPrefix: 'req_fake_' }
 
-  readonly #server: Server
-  readonly #options: FakeAnthropicOptions
-  readonly #queue: FakeScript[] = []
-  readonly #events = new EventEmitter()
-  readonly #timers = new Set<() => void>()
-  #closing = false
-  #serial = 0
-
-  constructor (options: FakeAnthropicOptions = {}) {
-    this.#options = options
-    this.#server = createServer((req, res) => { this.#handle(req, res) })
-    this.#server.on('connection', () => { this.connections++ })
-    this.#events.setMaxListeners(0)
-  }
-
-  /** Queues scripts answered by the next requests in order. */
-  enqueue (...scripts: FakeScript[]): this {
-    this.#queue.push(...scripts)
-    return this
-  }
-
-  /** Scripts not used yet. */
-  get pending (): number {
-    return this.#queue.length
-  }
-
-  /** Forgets recorded requests, queued scripts and the concurrency high-water mark. */
-  reset (): void {
-    this.requests.length = 0
-    this.#queue.length = 0
-    this.maxConcurrent = this.active
-  }
-
-  /** Resolves once at least `count` requests have arrived. */
-  async waitForRequests (count: number): Promise<void> {
-    while (this.requests.length < count) await once(this.#events, 'request')
-  }
-
-  /** Resolves when request `index` (default: the latest) has closed, finished or aborted. */
-  async settled (index = this.requests.length - 1): Promise<FakeRequest> {
-    await this.waitForRequests(index + 1)
-    const record = this.requests[index]
-    if (record === undefined) throw new Error(`no request ${index}`)
-    while (record.closedAt === undefined) await once(this.#events, 'close')
-    return record
-  }
-
-  /** Listens on 127.0.0.1, a free port. */
-  async listen (): Promise<this> {
-    this.#server.listen(0, '127.0.0.1')
-    await once(this.#server, 'listening')
-    const { port } = this.#server.address() as AddressInfo
-    this.url = `http://127.0.0.1:${port}`
-    return this
-  }
-
-  /** Stops at once: pending waits end, open connections are destroyed. */
-  async close (): Promise<void> {
-    this.#closing = true
-    for (const cancel of [...this.#timers]) cancel()
-    const closed = new Promise<void>((resolve) => { this.#server.close(() => { resolve() }) })
-    this.#server.closeAllConnections()
-    await closed
-  }
-
-  #handle (req: IncomingMessage, res: ServerResponse): void {
-    const record: FakeRequest = {
-      method: req.method ?? 'GET',
-      path: new URL(req.url ?? '/', 'http://fake').pathname,
-      headers: req.headers,
-      body: {},
-      answeredWith: 'default',
-      aborted: false,
-      finished: false,
-      startedAt: Date.now(),
-    }
-    const serial = ++this.#serial
-    let destroyedByServer = false
-    this.active++
-    this.maxConcurrent = Math.max(this.maxConcurrent, this.active)
-    res.on('close', () => {
-      this.active--
-      record.finished = res.writableFinished
-      record.aborted = !res.writableFinished && !destroyedByServer && !this.#closing
-      record.closedAt = Date.now()
-      this.#events.emit('close', record)
-    })
-    const destroy = (): void => {
-      destroyedByServer = true
-      req.socket.destroy()
-    }
-
-    const chunks: Buffer[] = []
-    req.on('data', (chunk: Buffer) => { chunks.push(chunk) })
-    req.on('end', () => {
-      try {
-        const parsed: unknown = JSON.parse(Buffer.concat(chunks).toString('utf8'))
-        if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) record.body = parsed as FakeRequestBody
-      } catch {}
-      this.requests.push(record)
-      this.#events.emit('request', record)
-      this.#answer(record, serial, res, destroy).catch((error: unknown) => {
-        if (!res.headersSent) this.#sendError(res, serial, 500, 'api_error', String(error))
-        else destroy()
-      })
-    })
-  }
-
-  async #answer (record: FakeRequest, serial: number, res: ServerResponse, destroy: () => void): Promise<void> {
-    const rejection = this.#validate(record)
-    if (rejection !== undefined) {
-      record.answeredWith = 'rejected'
-      this.#sendError(res, serial, rejection.status, errorTypeFor(rejection.status), rejection.message)
-      return
-    }
-    const body = record.body
-    const stream = body.stream === true
-    const script = this.#queue.shift()
-    record.answeredWith = script?.kind ?? 'default'
+  protected override async answer ({ body }: FakeRequest, script: FakeScript | undefined, { serial, res, stream, destroy }: FakeReply): Promise<void> {
     const model = typeof body.model === 'string' ? body.model : 'claude-fake'
     const inputTokens = estimateTokens(JSON.stringify(body.system ?? '') + JSON.stringify(body.messages ?? []))
 
     if (script === undefined) {
       const { text, chunks } = this.#defaultReply(body)
-      const delayMs = this.#options.delayMs ?? 0
-      if (!await this.#wait(delayMs, res)) return
+      const delayMs = this.options.delayMs ?? 0
+      if (!await this.wait(delayMs, res)) return
       const message = this.#message(serial, model, [{ type: 'text', text }], 'end_turn', inputTokens, chunks.length)
       if (stream) await this.#sendStream(res, serial, message, chunks, delayMs)
-      else this.#sendJson(res, serial, 200, message)
+      else this.sendJson(res, serial, 200, message)
       return
     }
 
-    if (script.kind === 'hang') return
-    if (!await this.#wait(('delayMs' in script ? script.delayMs : undefined) ?? 0, res)) return
-
+    if (!await this.playCommon(script, serial, res, destroy)) return
     switch (script.kind) {
-      case 'reset':
-        destroy()
-        return
-      case 'error': {
-        const headers: Record<string, string> = {}
-        if (script.retryAfter !== undefined) headers['retry-after'] = String(script.retryAfter)
-        this.#sendError(res, serial, script.status, script.errorType ?? errorTypeFor(script.status),
-          script.message ?? `Fake upstream error ${script.status}`, headers)
-        return
-      }
       case 'text': {
         const chunks = script.chunks === undefined ? wordChunks(script.text) : evenChunks(script.text, script.chunks)
         const message = this.#message(serial, model, [{ type: 'text', text: script.text }], script.stopReason ?? 'end_turn',
           script.usage?.input_tokens ?? inputTokens, script.usage?.output_tokens ?? estimateTokens(script.text))
         if (stream) await this.#sendStream(res, serial, message, chunks, script.chunkDelayMs ?? 0)
-        else this.#sendJson(res, serial, 200, message)
+        else this.sendJson(res, serial, 200, message)
         return
       }
       case 'tool_use': {
@@ -249,13 +92,13 @@ export class FakeAnthropic {
         const message = this.#message(serial, model, content, 'tool_use',
           script.usage?.input_tokens ?? inputTokens, script.usage?.output_tokens ?? outputTokens)
         if (stream) await this.#sendStream(res, serial, message, wordChunks(script.text ?? ''), 0)
-        else this.#sendJson(res, serial, 200, message)
+        else this.sendJson(res, serial, 200, message)
         return
       }
       case 'midstream': {
         const message = this.#message(serial, model, [], null, inputTokens, 1)
         if (!stream) {
-          res.writeHead(200, { 'content-type': 'application/json', 'request-id': requestId(serial) })
+          res.writeHead(200, { 'content-type': 'application/json', ...this.requestIdHeader(serial) })
           await new Promise<void>((resolve) => { res.write(JSON.stringify(message).slice(0, 40), () => { resolve() }) })
           destroy()
           return
@@ -277,7 +120,7 @@ export class FakeAnthropic {
     }
   }
 
-  #validate (record: FakeRequest): { status: number, message: string } | undefined {
+  protected override validate (record: FakeRequest): { status: number, message: string } | undefined {
     if (record.method !== 'POST' || record.path !== '/v1/messages') return { status: 404, message: `Not found: ${record.method} ${record.path}` }
     const { headers, body } = record
     if (headers['x-api-key'] === undefined && headers.authorization === undefined) {
@@ -288,7 +131,7 @@ export class FakeAnthropic {
     if (typeof body.model !== 'string') return { status: 400, message: 'model: Field required' }
     if (typeof body.max_tokens !== 'number') return { status: 400, message: 'max_tokens: Field required' }
     if (!Array.isArray(body.messages)) return { status: 400, message: 'messages: Field required' }
-    if (this.#options.rejectSamplingParams !== false && version !== '2023-06-01') {
+    if (this.options.rejectSamplingParams !== false && version !== '2023-06-01') {
       const param = SAMPLING_PARAMS.find((name) => name in body)
       if (param !== undefined) return { status: 400, message: `${param}: Extra inputs are not permitted with anthropic-version ${version}` }
     }
@@ -296,7 +139,7 @@ export class FakeAnthropic {
   }
 
   #defaultReply (body: FakeRequestBody): { text: string, chunks: string[] } {
-    const tokens = this.#options.tokensPerReply
+    const tokens = this.options.tokensPerReply
     if (tokens !== undefined) {
       const chunks = Array.from({ length: tokens }, (_, i) => (i === 0 ? 'token' : ' token'))
       return { text: chunks.join(''), chunks }
@@ -319,20 +162,8 @@ export class FakeAnthropic {
     }
   }
 
-  #sendJson (res: ServerResponse, serial: number, status: number, body: unknown, headers: Record<string, string> = {}): void {
-    const payload = JSON.stringify(body)
-    res.writeHead(status, {
-      'content-type': 'application/json',
-      'content-length': Buffer.byteLength(payload),
-      'request-id': requestId(serial),
-      ...headers,
-    })
-    res.end(payload)
-  }
-
-  #sendError (res: ServerResponse, serial: number, status: number, type: string, message: string,
-    headers: Record<string, string> = {}): void {
-    this.#sendJson(res, serial, status, errorBody(type, message), headers)
+  protected override sendError (res: ServerResponse, serial: number, status: number, message: string, type?: string, headers: Record<string, string> = {}): void {
+    this.sendJson(res, serial, status, errorBody(type ?? errorTypeFor(status), message), headers)
   }
 
   async #sendStream (res: ServerResponse, serial: number, message: FakeMessage, textChunks: string[], chunkDelayMs: number): Promise<void> {
@@ -341,44 +172,10 @@ export class FakeAnthropic {
 
   /** Writes SSE frames (headers first), waiting `chunkDelayMs` before each delta but the first. False if the client left. */
   async #writeFrames (res: ServerResponse, serial: number, frames: string[], chunkDelayMs: number): Promise<boolean> {
-    if (!res.headersSent) {
-      res.writeHead(200, {
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-cache',
-        connection: 'keep-alive',
-        'request-id': requestId(serial),
-      })
-    }
     let deltas = 0
-    for (const frame of frames) {
-      if (frame.startsWith('event: content_block_delta') && deltas++ > 0 && !await this.#wait(chunkDelayMs, res)) return false
-      if (res.destroyed) return false
-      await new Promise<void>((resolve) => { res.write(frame, () => { resolve() }) })
-    }
-    return !res.destroyed
+    return await this.writeFrames(res, serial, frames,
+      (frame) => (frame.startsWith('event: content_block_delta') && deltas++ > 0 ? chunkDelayMs : undefined), 'text/event-stream; charset=utf-8')
   }
-
-  /** Waits `ms` unless the response closes or the fake shuts down first; true when still open. */
-  async #wait (ms: number, res: ServerResponse): Promise<boolean> {
-    if (ms > 0 && !this.#closing && !res.destroyed) {
-      await new Promise<void>((resolve) => {
-        const done = (): void => {
-          clearTimeout(timer)
-          res.off('close', done)
-          this.#timers.delete(done)
-          resolve()
-        }
-        const timer = setTimeout(done, ms)
-        res.on('close', done)
-        this.#timers.add(done)
-      })
-    }
-    return !this.#closing && !res.destroyed
-  }
-}
-
-function requestId (serial: number): string {
-  return `req_fake_${String(serial).padStart(6, '0')}`
 }
 
 /** Text of the last user turn: its string, or its text and tool_result blocks joined by spaces. */

@@ -1,4 +1,5 @@
 // Wire-format builders of the fake Anthropic server: message bodies, SSE frames, error bodies.
+export { estimateTokens, wordChunks } from '../fake-upstream/harness.js'
 
 export interface FakeUsage { input_tokens: number, output_tokens: number }
 
@@ -44,18 +45,6 @@ export function sseFrame (event: string, data: unknown): string {
   return `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`
 }
 
-/** Splits text into word chunks that keep their leading whitespace, so they concatenate back exactly. */
-export function wordChunks (text: string): string[] {
-  const chunks: string[] = text.match(/\s*\S+/g) ?? []
-  const consumed = chunks.join('').length
-  if (consumed < text.length) {
-    const rest = text.slice(consumed)
-    if (chunks.length === 0) chunks.push(rest)
-    else chunks[chunks.length - 1] += rest
-  }
-  return chunks
-}
-
 /** Splits text into `n` slices of nearly equal length (fewer when the text is shorter). */
 export function evenChunks (text: string, n: number): string[] {
   const count = Math.max(1, Math.min(Math.floor(n), text.length))
@@ -63,11 +52,6 @@ export function evenChunks (text: string, n: number): string[] {
   const chunks: string[] = []
   for (let i = 0; i < text.length; i += size) chunks.push(text.slice(i, i + size))
   return chunks.length === 0 ? [''] : chunks
-}
-
-/** Tokens the fake charges for a text: ceil(chars / 4), at least 1 for non-empty text. */
-export function estimateTokens (text: string): number {
-  return Math.ceil(text.length / 4)
 }
 
 /**

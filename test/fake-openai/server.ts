@@ -1,7 +1,8 @@
 // A fake OpenAI-compatible Chat Completions server on a real port, scriptable per test, in the wire format the SDK parses.
-import { EventEmitter, once } from 'node:events'
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import type { ServerResponse } from 'node:http'
+import { FakeUpstream, estimateTokens, wordChunks, type FakeReply, type FakeReplyOptions, type FakeUpstreamRequest } from '../fake-upstream/harness.js'
+
+export { estimateTokens }
 
 /** A tool call the fake model makes: `arguments` is sent verbatim (it may be invalid JSON), else `input` as JSON. */
 export interface FakeOpenAIToolCall { name: string, input?: Record<string, unknown>, arguments?: string, id?: string }
@@ -35,6 +36,8 @@ export type FakeOpenAIScript =
   | { kind: 'stream_error', message?: string, type?: string }
   | { kind: 'reset', delayMs?: number }
   | { kind: 'hang' }
+  /** A 200 stream of exactly these strings (no `data:` framing added), then the end of the body. */
+  | { kind: 'raw', writes: string[] }
   /**
    * Sends `text` as deltas, then fails: `error` sends an `{error}` chunk, `reset` destroys the socket,
    * `close` ends the response with no finish reason, `malformed` sends a chunk that is not JSON.
@@ -50,41 +53,13 @@ export interface FakeOpenAIRequestBody {
   [key: string]: unknown
 }
 
-export interface FakeOpenAIRequest {
-  method: string
-  path: string
-  headers: IncomingHttpHeaders
-  body: FakeOpenAIRequestBody
-  answeredWith: FakeOpenAIScript['kind'] | 'default' | 'rejected'
-  aborted: boolean
-  finished: boolean
-  closedAt?: number
-}
+export type FakeOpenAIRequest = FakeUpstreamRequest<FakeOpenAIRequestBody, FakeOpenAIScript['kind']>
 
-export interface FakeOpenAIOptions {
-  /** Default reply (queue empty): this many tokens (`token token ...`, one per chunk) instead of the echo. */
-  tokensPerReply?: number
-  /** Default reply: wait before the headers and between chunks. */
-  delayMs?: number
+export interface FakeOpenAIOptions extends FakeReplyOptions {
   /** Answer 401 without `Authorization: Bearer`. Default false (local servers take none). */
   requireKey?: boolean
   /** The `model` the answers report; default the requested one. */
   reportModel?: string
-}
-
-/** Tokens the fake charges: ceil(chars / 4). */
-export function estimateTokens (text: string): number {
-  return Math.ceil(text.length / 4)
-}
-
-function wordChunks (text: string): string[] {
-  const chunks: string[] = text.match(/\s*\S+/g) ?? []
-  const rest = text.slice(chunks.join('').length)
-  if (rest !== '') {
-    if (chunks.length === 0) chunks.push(rest)
-    else chunks[chunks.length - 1] += rest
-  }
-  return chunks
 }
 
 /** Text of the last user message (string content, or its text parts joined by spaces). */
@@ -98,116 +73,13 @@ export function lastUserText (body: FakeOpenAIRequestBody): string {
     .filter((text) => text !== '').join(' ')
 }
 
-/** The fake server. Start it with {@link startFakeOpenAI}. */
-export class FakeOpenAI {
-  readonly requests: FakeOpenAIRequest[] = []
-  /** Base URL to give the SDK (`baseURL`), with its `/v1`. */
-  url = ''
-  connections = 0
-  readonly #server: Server
-  readonly #options: FakeOpenAIOptions
-  readonly #queue: FakeOpenAIScript[] = []
-  readonly #events = new EventEmitter()
-  readonly #timers = new Set<() => void>()
-  #closing = false
-  #serial = 0
+/** The fake server. Start it with {@link startFakeOpenAI}. Its `url` ends with `/v1`, as the SDK's base URL does. */
+export class FakeOpenAI extends FakeUpstream<FakeOpenAIScript, FakeOpenAIRequestBody, FakeOpenAIOptions> {
+  protected override readonly wire = { pathPrefix: '/v1', requestIdHeader: 'x-request-id', requestIdPrefix: 'req_oai_' }
 
-  constructor (options: FakeOpenAIOptions = {}) {
-    this.#options = options
-    this.#server = createServer((req, res) => { this.#handle(req, res) })
-    this.#server.on('connection', () => { this.connections++ })
-    this.#events.setMaxListeners(0)
-  }
-
-  enqueue (...scripts: FakeOpenAIScript[]): this {
-    this.#queue.push(...scripts)
-    return this
-  }
-
-  get pending (): number {
-    return this.#queue.length
-  }
-
-  async waitForRequests (count: number): Promise<void> {
-    while (this.requests.length < count) await once(this.#events, 'request')
-  }
-
-  /** Resolves when request `index` (default: the latest) has closed. */
-  async settled (index = this.requests.length - 1): Promise<FakeOpenAIRequest> {
-    await this.waitForRequests(index + 1)
-    const record = this.requests[index]
-    if (record === undefined) throw new Error(`no request ${index}`)
-    while (record.closedAt === undefined) await once(this.#events, 'close')
-    return record
-  }
-
-  async listen (): Promise<this> {
-    this.#server.listen(0, '127.0.0.1')
-    await once(this.#server, 'listening')
-    const { port } = this.#server.address() as AddressInfo
-    this.url = `http://127.0.0.1:${port}/v1`
-    return this
-  }
-
-  async close (): Promise<void> {
-    this.#closing = true
-    for (const cancel of [...this.#timers]) cancel()
-    const closed = new Promise<void>((resolve) => { this.#server.close(() => { resolve() }) })
-    this.#server.closeAllConnections()
-    await closed
-  }
-
-  #handle (req: IncomingMessage, res: ServerResponse): void {
-    const record: FakeOpenAIRequest = {
-      method: req.method ?? 'GET',
-      path: new URL(req.url ?? '/', 'http://fake').pathname,
-      headers: req.headers,
-      body: {},
-      answeredWith: 'default',
-      aborted: false,
-      finished: false,
-    }
-    const serial = ++this.#serial
-    let destroyedByServer = false
-    res.on('close', () => {
-      record.finished = res.writableFinished
-      record.aborted = !res.writableFinished && !destroyedByServer && !this.#closing
-      record.closedAt = Date.now()
-      this.#events.emit('close', record)
-    })
-    const destroy = (): void => {
-      destroyedByServer = true
-      req.socket.destroy()
-    }
-    const chunks: Buffer[] = []
-    req.on('data', (chunk: Buffer) => { chunks.push(chunk) })
-    req.on('end', () => {
-      try {
-        const parsed: unknown = JSON.parse(Buffer.concat(chunks).toString('utf8'))
-        if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) record.body = parsed as FakeOpenAIRequestBody
-      } catch {}
-      this.requests.push(record)
-      this.#events.emit('request', record)
-      this.#answer(record, serial, res, destroy).catch((error: unknown) => {
-        if (!res.headersSent) this.#sendError(res, serial, 500, 'server_error', String(error))
-        else destroy()
-      })
-    })
-  }
-
-  async #answer (record: FakeOpenAIRequest, serial: number, res: ServerResponse, destroy: () => void): Promise<void> {
-    const rejection = this.#validate(record)
-    if (rejection !== undefined) {
-      record.answeredWith = 'rejected'
-      this.#sendError(res, serial, rejection.status, 'invalid_request_error', rejection.message)
-      return
-    }
-    const body = record.body
-    const stream = body.stream === true
+  protected override async answer ({ body }: FakeOpenAIRequest, script: FakeOpenAIScript | undefined, { serial, res, stream, destroy }: FakeReply): Promise<void> {
     const usageChunk = body.stream_options?.include_usage === true
-    const script = this.#queue.shift()
-    record.answeredWith = script?.kind ?? 'default'
-    const model = this.#options.reportModel ?? String(body.model)
+    const model = this.options.reportModel ?? String(body.model)
     const id = `chatcmpl-fake-${serial}`
     const promptTokens = estimateTokens(JSON.stringify(body.messages ?? []))
     const base = { id, created: 1_700_000_000, model }
@@ -222,13 +94,13 @@ export class FakeOpenAI {
     const usageFrame = (usage: FakeOpenAIUsage): Record<string, unknown> => ({ ...base, object: 'chat.completion.chunk', choices: [], usage })
 
     if (script === undefined) {
-      const tokens = this.#options.tokensPerReply
+      const tokens = this.options.tokensPerReply
       const words = tokens === undefined ? wordChunks(`Echo: ${lastUserText(body)}`) : Array.from({ length: tokens }, (_, i) => (i === 0 ? 'token' : ' token'))
       const text = words.join('')
-      const delayMs = this.#options.delayMs ?? 0
-      if (!await this.#wait(delayMs, res)) return
+      const delayMs = this.options.delayMs ?? 0
+      if (!await this.wait(delayMs, res)) return
       if (!stream) {
-        this.#sendJson(res, serial, 200, this.#completion(base, { role: 'assistant', content: text }, 'stop', usageOf(text)))
+        this.sendJson(res, serial, 200, this.#completion(base, { role: 'assistant', content: text }, 'stop', usageOf(text)))
         return
       }
       const frames = [chunk({ role: 'assistant', content: '' }), ...words.map((word) => chunk({ content: word })), chunk({}, 'stop')]
@@ -237,24 +109,12 @@ export class FakeOpenAI {
       return
     }
 
-    if (script.kind === 'hang') return
-    if (!await this.#wait(('delayMs' in script ? script.delayMs : undefined) ?? 0, res)) return
-
+    if (!await this.playCommon(script, serial, res, destroy)) return
     switch (script.kind) {
-      case 'reset':
-        destroy()
-        return
-      case 'error': {
-        const headers: Record<string, string> = {}
-        if (script.retryAfter !== undefined) headers['retry-after'] = String(script.retryAfter)
-        this.#sendError(res, serial, script.status, script.type ?? (script.status >= 500 ? 'server_error' : 'invalid_request_error'),
-          script.message ?? `Fake upstream error ${script.status}`, headers)
-        return
-      }
       case 'stream_error': {
         const error = { message: script.message ?? 'The server is overloaded', type: script.type ?? 'server_error', param: null, code: null }
         if (!stream) {
-          this.#sendJson(res, serial, 200, { error })
+          this.sendJson(res, serial, 200, { error })
           return
         }
         if (await this.#writeFrames(res, serial, [{ error }], 0)) res.end()
@@ -266,7 +126,7 @@ export class FakeOpenAI {
         if (!stream) {
           const message: Record<string, unknown> = { role: 'assistant', content: script.text }
           if (script.reasoning !== undefined) message['reasoning_content'] = script.reasoning
-          this.#sendJson(res, serial, 200, this.#completion(base, message, finish, usage))
+          this.sendJson(res, serial, 200, this.#completion(base, message, finish, usage))
           return
         }
         const frames = [chunk({ role: 'assistant', content: '' })]
@@ -291,7 +151,7 @@ export class FakeOpenAI {
             content: script.text ?? null,
             tool_calls: calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.args } })),
           }
-          this.#sendJson(res, serial, 200, this.#completion(base, message, finish, usage))
+          this.sendJson(res, serial, 200, this.#completion(base, message, finish, usage))
           return
         }
         const frames = [chunk({ role: 'assistant', content: null })]
@@ -316,6 +176,9 @@ export class FakeOpenAI {
         if (await this.#writeFrames(res, serial, frames, 0)) res.end('data: [DONE]\n\n')
         return
       }
+      case 'raw':
+        if (await this.writeFrames(res, serial, script.writes, () => undefined)) res.end()
+        return
       case 'midstream': {
         if (!stream) {
           res.writeHead(200, { 'content-type': 'application/json' })
@@ -333,10 +196,10 @@ export class FakeOpenAI {
     }
   }
 
-  #validate (record: FakeOpenAIRequest): { status: number, message: string } | undefined {
+  protected override validate (record: FakeOpenAIRequest): { status: number, message: string } | undefined {
     if (record.method !== 'POST' || record.path !== '/v1/chat/completions') return { status: 404, message: `Not found: ${record.method} ${record.path}` }
     const { headers, body } = record
-    if (this.#options.requireKey === true && !/^Bearer \S+/.test(headers.authorization ?? '')) return { status: 401, message: 'Incorrect API key provided' }
+    if (this.options.requireKey === true && !/^Bearer \S+/.test(headers.authorization ?? '')) return { status: 401, message: 'Incorrect API key provided' }
     if (typeof body.model !== 'string') return { status: 400, message: 'model: field required' }
     if (!Array.isArray(body.messages) || body.messages.length === 0) return { status: 400, message: 'messages: field required' }
     return undefined
@@ -346,49 +209,15 @@ export class FakeOpenAI {
     return { ...base, object: 'chat.completion', choices: [{ index: 0, message, finish_reason: finish, logprobs: null }], usage }
   }
 
-  #sendJson (res: ServerResponse, serial: number, status: number, body: unknown, headers: Record<string, string> = {}): void {
-    const payload = JSON.stringify(body)
-    res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), 'x-request-id': requestId(serial), ...headers })
-    res.end(payload)
-  }
-
-  #sendError (res: ServerResponse, serial: number, status: number, type: string, message: string, headers: Record<string, string> = {}): void {
-    this.#sendJson(res, serial, status, { error: { message, type, param: null, code: null } }, headers)
+  protected override sendError (res: ServerResponse, serial: number, status: number, message: string, type?: string, headers: Record<string, string> = {}): void {
+    const errorType = type ?? (status >= 500 ? 'server_error' : 'invalid_request_error')
+    this.sendJson(res, serial, status, { error: { message, type: errorType, param: null, code: null } }, headers)
   }
 
   /** Writes `data:` frames (headers first), waiting `delayMs` between frames. False if the client left. */
   async #writeFrames (res: ServerResponse, serial: number, frames: unknown[], delayMs: number): Promise<boolean> {
-    if (!res.headersSent) {
-      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-request-id': requestId(serial) })
-    }
-    for (const [i, frame] of frames.entries()) {
-      if (i > 0 && !await this.#wait(delayMs, res)) return false
-      if (res.destroyed) return false
-      await new Promise<void>((resolve) => { res.write(`data: ${JSON.stringify(frame)}\n\n`, () => { resolve() }) })
-    }
-    return !res.destroyed
+    return await this.writeFrames(res, serial, frames.map((frame) => `data: ${JSON.stringify(frame)}\n\n`), (_frame, index) => (index > 0 ? delayMs : undefined))
   }
-
-  async #wait (ms: number, res: ServerResponse): Promise<boolean> {
-    if (ms > 0 && !this.#closing && !res.destroyed) {
-      await new Promise<void>((resolve) => {
-        const done = (): void => {
-          clearTimeout(timer)
-          res.off('close', done)
-          this.#timers.delete(done)
-          resolve()
-        }
-        const timer = setTimeout(done, ms)
-        res.on('close', done)
-        this.#timers.add(done)
-      })
-    }
-    return !this.#closing && !res.destroyed
-  }
-}
-
-function requestId (serial: number): string {
-  return `req_oai_${String(serial).padStart(6, '0')}`
 }
 
 /** Starts a fake OpenAI-compatible server on 127.0.0.1 and a free port; close it with `fake.close()`. */

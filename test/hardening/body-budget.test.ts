@@ -7,7 +7,7 @@ async function pass (body: string, chunkSize = 7): Promise<string> {
   const bytes = Buffer.from(body)
   const parts: Buffer[] = []
   for (let i = 0; i < bytes.length; i += chunkSize) parts.push(bytes.subarray(i, i + chunkSize))
-  const budget = createJsonBodyBudget({ field: 'images', baseBytes: 100, bytesPerItem: 50, maxItems: 2 })
+  const budget = createJsonBodyBudget({ roomPath: ['images', '*'], baseBytes: 100, bytesPerItem: 50, maxItems: 2 })
   let out = ''
   try {
     for await (const chunk of Readable.from(parts).pipe(budget)) out += String(chunk)

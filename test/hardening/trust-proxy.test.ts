@@ -2,7 +2,7 @@
 import { test } from 'tap'
 import { randomUUID } from 'node:crypto'
 import type { FastifyPluginAsync } from 'fastify'
-import { ConfigError, loadConfig } from '../../lib/config.js'
+import { ConfigError, loadConfig } from '../../lib/config/config.js'
 import { buildTestApp } from '../helpers/app.js'
 
 const unversioned: FastifyPluginAsync = async (app) => {

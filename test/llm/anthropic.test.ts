@@ -5,51 +5,22 @@ import { test } from 'tap'
 import { pino } from 'pino'
 import { LLMServiceError } from '../../lib/errors.js'
 import { isAbortError } from '../../lib/llm/abort.js'
-import { createAnthropicProvider, type AnthropicProviderOptions, type LLMLogger } from '../../lib/llm/anthropic.js'
-import type { ChatTurn, ModelRequest, ModelStreamEvent } from '../../lib/llm/types.js'
+import { createAnthropicProvider, type AnthropicProviderOptions } from '../../lib/llm/providers/anthropic/provider.js'
+import type { LLMLogger } from '../../lib/llm/providers/settings.js'
+import type { ChatTurn } from '../../lib/llm/types.js'
 import { startFakeAnthropic } from '../fake-anthropic/server.js'
+import { readStream, rejection, requestsTo, setupProvider } from './provider-setup.js'
 
 const MODEL = 'claude-sonnet-4-6'
 
-interface LogLine { level: string, obj: Record<string, unknown>, msg: string | undefined }
-
 async function setup (t: { teardown: (fn: () => unknown) => void }, overrides: Partial<AnthropicProviderOptions> = {}) {
-  const fake = await startFakeAnthropic()
-  t.teardown(() => fake.close())
-  const logs: LogLine[] = []
-  const log = (level: string) => (obj: Record<string, unknown>, msg?: string) => { logs.push({ level, obj, msg }) }
-  const provider = createAnthropicProvider({
-    apiKey: 'test-key',
-    baseURL: fake.url,
-    maxAttempts: 3,
-    retryMinSeconds: 0.05,
-    retryMaxSeconds: 0.1,
-    timeoutSeconds: 5,
-    logger: { info: log('info'), warn: log('warn'), error: log('error') },
-    ...overrides,
-  })
-  t.teardown(() => provider.close())
-  return { fake, provider, logs }
+  return await setupProvider(t, startFakeAnthropic, createAnthropicProvider, (fake, logger) => ({
+    apiKey: 'test-key', baseURL: fake.url, maxAttempts: 3, retryMinSeconds: 0.05, retryMaxSeconds: 0.1, timeoutSeconds: 5, logger, ...overrides,
+  }))
 }
 
-function request (content: string | ChatTurn[], extra: Partial<ModelRequest> = {}): ModelRequest {
-  const messages: ChatTurn[] = typeof content === 'string' ? [{ role: 'user', content }] : content
-  return { model: MODEL, maxTokens: 256, messages, ...extra }
-}
-
-async function collect (events: AsyncIterable<ModelStreamEvent>): Promise<{ text: string, events: ModelStreamEvent[] }> {
-  const all: ModelStreamEvent[] = []
-  let text = ''
-  for await (const event of events) {
-    all.push(event)
-    if (event.type === 'text') text += event.text
-  }
-  return { text, events: all }
-}
-
-async function rejection (promise: Promise<unknown>): Promise<unknown> {
-  return await promise.then(() => { throw new Error('expected a rejection') }, (error: unknown) => error)
-}
+const request = requestsTo(MODEL)
+const collect = readStream
 
 test('a pino logger fits LLMLogger', async (t) => {
   const logger: LLMLogger = pino({ level: 'silent' })

@@ -2,7 +2,7 @@
 import { test } from 'tap'
 import { HttpError } from '../../lib/errors.js'
 import { isAbortError } from '../../lib/llm/abort.js'
-import { createAnthropicProvider } from '../../lib/llm/anthropic.js'
+import { createAnthropicProvider } from '../../lib/llm/providers/anthropic/provider.js'
 import { createLimiter, withLimiter } from '../../lib/llm/limiter.js'
 import type { ModelRequest } from '../../lib/llm/types.js'
 import { startFakeAnthropic } from '../fake-anthropic/server.js'

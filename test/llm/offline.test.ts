@@ -1,7 +1,7 @@
 // Offline provider: deterministic echo, word-by-word stream, rule-based tool calls and answers from tool results.
 import { test } from 'tap'
 import { isAbortError } from '../../lib/llm/abort.js'
-import { createOfflineProvider, wordChunks } from '../../lib/llm/offline.js'
+import { createOfflineProvider, wordChunks } from '../../lib/llm/providers/offline/provider.js'
 import type { ChatTurn, ModelRequest, ModelStreamEvent, ToolSpec } from '../../lib/llm/types.js'
 
 const findExpression = (text: string): string | null => /\d+(?:\s*[-+*/^]\s*\d+)+/.exec(text)?.[0] ?? null

@@ -2,47 +2,24 @@
 import { test } from 'tap'
 import { LLMServiceError } from '../../lib/errors.js'
 import { isAbortError } from '../../lib/llm/abort.js'
-import { StreamErrorEvent, createOpenAIProvider, type OpenAIProviderOptions } from '../../lib/llm/openai.js'
-import type { ChatTurn, ModelRequest, ModelResponse, ModelStreamEvent } from '../../lib/llm/types.js'
+import { StreamErrorEvent, createOpenAIProvider, type OpenAIProviderOptions } from '../../lib/llm/providers/openai/provider.js'
+import type { ChatTurn, ModelResponse, ModelStreamEvent } from '../../lib/llm/types.js'
 import { startFakeOpenAI, type ToolCallVariant } from '../fake-openai/server.js'
+import { readStream, rejection, requestsTo, setupProvider } from './provider-setup.js'
 
 const MODEL = 'llama3.2'
 
 async function setup (t: { teardown: (fn: () => unknown) => void }, overrides: Partial<OpenAIProviderOptions> = {}) {
-  const fake = await startFakeOpenAI()
-  t.teardown(() => fake.close())
-  const logs: Array<{ level: string, obj: Record<string, unknown>, msg: string | undefined }> = []
-  const log = (level: string) => (obj: Record<string, unknown>, msg?: string) => { logs.push({ level, obj, msg }) }
-  const provider = createOpenAIProvider({
-    baseURL: fake.url,
-    maxAttempts: 3,
-    retryMinSeconds: 0.01,
-    retryMaxSeconds: 0.05,
-    timeoutSeconds: 5,
-    logger: { info: log('info'), warn: log('warn'), error: log('error') },
-    ...overrides,
-  })
-  t.teardown(() => provider.close())
-  return { fake, provider, logs }
+  return await setupProvider(t, startFakeOpenAI, createOpenAIProvider, (fake, logger) => ({
+    baseURL: fake.url, maxAttempts: 3, retryMinSeconds: 0.01, retryMaxSeconds: 0.05, timeoutSeconds: 5, logger, ...overrides,
+  }))
 }
 
-function request (content: string | ChatTurn[], extra: Partial<ModelRequest> = {}): ModelRequest {
-  const messages: ChatTurn[] = typeof content === 'string' ? [{ role: 'user', content }] : content
-  return { model: MODEL, maxTokens: 256, messages, ...extra }
-}
+const request = requestsTo(MODEL)
 
 async function collect (events: AsyncIterable<ModelStreamEvent>): Promise<{ text: string[], message: ModelResponse | undefined }> {
-  const text: string[] = []
-  let message: ModelResponse | undefined
-  for await (const event of events) {
-    if (event.type === 'text') text.push(event.text)
-    else message = event.message
-  }
-  return { text, message }
-}
-
-async function rejection (promise: Promise<unknown>): Promise<unknown> {
-  return await promise.then(() => { throw new Error('expected a rejection') }, (error: unknown) => error)
+  const { pieces, message } = await readStream(events)
+  return { text: pieces, message }
 }
 
 const calcTool = { name: 'calculate_expression', description: 'math', input_schema: { type: 'object' as const, properties: { expression: { type: 'string' } }, required: ['expression'] } }

@@ -1,6 +1,6 @@
 // REDIS_CLUSTER settings: seed lists parsed, bad combinations stop startup with one line that names the variable and hides passwords.
 import { test } from 'tap'
-import { ConfigError, loadConfig } from '../../lib/config.js'
+import { ConfigError, loadConfig } from '../../lib/config/config.js'
 import { parseClusterUrls } from '../../lib/stores/redis-url.js'
 
 test('a comma list of seed URLs with REDIS_CLUSTER=true', async (t) => {

@@ -95,7 +95,7 @@ test('results: error, mixed parts, structured content, cut to TOOL_RESULT_MAX_CH
   const { app } = shared
   const fail = await command(app, '/test__fail {}')
   t.equal(fail.status, 200)
-  t.match(fail.body, { content: 'The test__fail tool failed: the tool says no', tool_calls: [{ result: 'the tool says no', is_error: true }] })
+  t.match(fail.body, { content: 'The test__fail tool failed: MCP server "test" returned an error: the tool says no', tool_calls: [{ result: 'MCP server "test" returned an error: the tool says no', is_error: true }] })
   t.match((await command(app, '/test__mixed {}')).body.tool_calls, [{ result: 'first\n[image]\n[audio]\n[resource file:///tmp/a.txt]\n[resource memo://b]\nlast', is_error: false }])
   t.match((await command(app, '/test__structured {}')).body.tool_calls, [{ result: '{"answer":42,"unit":"m"}', is_error: false }])
   const big = (await command(app, '/test__big {"size": 5000}')).body.tool_calls?.[0]

@@ -8,7 +8,7 @@ export interface RateLimitHarness {
   create (): Promise<RateLimitStore>
   /** Lets `ms` pass: an injected clock moves, or real time elapses. */
   advance (ms: number): Promise<void>
-  /** Window used by the suite; short (a few hundred ms) when real time is used. */
+  /** Window used by the suite; on a real clock, long beside a few sequential calls on a loaded machine (seconds). */
   windowMs: number
   /** Allowed slack on resetMs, for real clocks. */
   toleranceMs: number

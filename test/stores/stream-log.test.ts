@@ -3,9 +3,9 @@ import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { test } from 'tap'
 import { createMemoryStreamLog } from '../../lib/stores/memory-stream-log.js'
-import {
-  STREAM_SHARDS, createRedisStreamLog, streamKeys, streamLogConnections, streamShard, type RedisStreamLogOptions,
-} from '../../lib/stores/redis-stream-log.js'
+import { streamLogConnections } from '../../lib/stores/redis-stream-log/connections.js'
+import { STREAM_SHARDS, streamKeys, streamShard } from '../../lib/stores/redis-stream-log/layout.js'
+import { createRedisStreamLog, type RedisStreamLogOptions } from '../../lib/stores/redis-stream-log/log.js'
 import { createRedisClient, hashKey, type RedisConnection, type RedisNodeAddress } from '../../lib/stores/redis-client.js'
 import { listKeys, privateRedisServer, requireRedis, requireRedisCluster } from '../helpers/redis.js'
 import { within } from '../helpers/fake-app.js'

@@ -3,7 +3,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'tap'
-import { BUILT_IN_DOCUMENTS, createKnowledgeBase, loadKnowledgeBaseFile, NOT_FOUND_PREFIX } from '../../lib/tools/knowledge-base.js'
+import { loadKnowledgeBaseFile } from '../../lib/config/knowledge-base-file.js'
+import { BUILT_IN_DOCUMENTS, createKnowledgeBase, NOT_FOUND_PREFIX } from '../../lib/tools/knowledge-base.js'
 
 test('search finds the document whose key occurs in the query, case-insensitively', async (t) => {
   const kb = createKnowledgeBase({ pricing: 'Pricing doc', 'Opening Hours': 'Hours doc' })

@@ -2,7 +2,7 @@
 import { test, type Test } from 'tap'
 import type { AgentEvent, UsageReport } from '../../lib/agent/events.js'
 import type { PendingCall } from '../../lib/agent/state.js'
-import { createUiMessageStream, type UiMessageStreamOptions } from '../../lib/ui-message-stream.js'
+import { createUiMessageStream, type UiMessageStreamOptions } from '../../lib/dialects/ui/format.js'
 import { chunkError } from '../helpers/ui-chat.js'
 
 const USAGE: UsageReport = { input_tokens: 3, output_tokens: 4, model: 'm1', source: 'provider' }

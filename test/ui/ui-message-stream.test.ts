@@ -1,7 +1,7 @@
 // The UI message stream format on its own: chunk order over agent events, steps, errors; every chunk checked with the ai schema.
 import { test, type Test } from 'tap'
 import type { AgentEvent, UsageReport } from '../../lib/agent/events.js'
-import { createUiMessageStream } from '../../lib/ui-message-stream.js'
+import { createUiMessageStream } from '../../lib/dialects/ui/format.js'
 import { chunkError } from '../helpers/ui-chat.js'
 
 const USAGE: UsageReport = { input_tokens: 3, output_tokens: 4, model: 'm1', source: 'provider' }

@@ -5,8 +5,11 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js'
 import { ErrorCode, McpError, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js'
 import type { Tool, ToolResult } from '../registry.js'
-import type { McpServerConfig } from './config.js'
+import type { McpServerConfig } from '../../config/mcp-file.js'
 import { mcpInputSchema, mcpResultText, mcpToolName } from './mapping.js'
+import { BoundedReadBuffer, MCP_MAX_MESSAGE_BYTES, MESSAGE_TOO_LARGE_CODE } from './read-buffer.js'
+import { CallSlots } from './call-slots.js'
+import type { JsonSchemaValidator, jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js'
 
 /** `connecting` (first attempt or a retry under way), `up`, or `down` (waiting to retry). */
 export type McpServerState = 'connecting' | 'up' | 'down'
@@ -20,8 +23,10 @@ export interface McpLogger {
 
 /** Options of {@link McpConnection}. */
 export interface McpConnectionOptions {
-  /** Per-call timeout (MCP_TOOL_TIMEOUT_SECONDS), ms. */
+  /** Per-call timeout (MCP_TOOL_TIMEOUT_SECONDS), ms, counted from the call's start (not its wait for a slot). */
   callTimeoutMs: number
+  /** Calls at once to this server (MCP_MAX_CONCURRENT_CALLS); default 8. */
+  maxConcurrentCalls?: number
   /** Connect (and each tools/list page) timeout, ms; default 10 s. */
   connectTimeoutMs?: number
   /** First retry delay, ms, doubled per failure up to `retryMaxMs`; defaults 1 s and 60 s. */
@@ -38,6 +43,19 @@ export interface McpConnectionOptions {
 const MAX_PAGES = 100
 /** Characters of a child's stderr kept to explain a failed start. */
 const STDERR_TAIL_CHARS = 500
+
+/**
+ * Accepts every value: a server's `outputSchema` (its regular expressions included) never runs in this process,
+ * so no server can stall the event loop with a pattern; results are only rendered as text (README, MCP tools).
+ */
+const acceptAnyOutput: jsonSchemaValidator = {
+  getValidator<T> (): JsonSchemaValidator<T> {
+    return (input: unknown) => ({ valid: true, data: input as T, errorMessage: undefined })
+  },
+}
+
+/** A read buffer the SDK's stdio transport uses (a private field: the SDK offers no option to replace it). */
+interface StdioReadBufferHolder { _readBuffer: unknown }
 
 function errorText (error: unknown): string {
   return (error instanceof Error ? error.message : String(error)).replace(/\s+/g, ' ').trim().slice(0, 300)
@@ -72,12 +90,14 @@ export class McpConnection {
   #refreshing: Promise<void> | undefined
   #refreshAgain = false
   #stderrTail = ''
+  readonly #slots: CallSlots
 
   constructor (name: string, config: McpServerConfig, options: McpConnectionOptions) {
     this.name = name
     this.source = `mcp:${name}`
     this.#config = config
     this.#options = options
+    this.#slots = new CallSlots(options.maxConcurrentCalls ?? 8)
   }
 
   /** The current state, and why the server is down when it is. */
@@ -108,7 +128,10 @@ export class McpConnection {
       env: childEnvironment(config.env),
       ...(config.cwd === undefined ? {} : { cwd: config.cwd }),
       stderr: 'pipe',
+      maxBufferSize: MCP_MAX_MESSAGE_BYTES,
     })
+    // Oversized messages fail their own call instead of the session; large ones are read in linear time.
+    ;(transport as unknown as StdioReadBufferHolder)._readBuffer = new BoundedReadBuffer(MCP_MAX_MESSAGE_BYTES)
     this.#stderrTail = ''
     transport.stderr?.on('data', (chunk: Buffer) => {
       const text = chunk.toString()
@@ -122,7 +145,7 @@ export class McpConnection {
     if (this.#closed) return
     const generation = ++this.#generation
     this.#setState('connecting')
-    const client = new Client({ name: 'agent-chat-api', version: '1.0.0' }, { capabilities: {} })
+    const client = new Client({ name: 'agent-chat-api', version: '1.0.0' }, { capabilities: {}, jsonSchemaValidator: acceptAnyOutput })
     this.#client = client
     // Deferred: when a connect fails, the catch below gives the better reason (timeout, spawn error).
     client.onclose = () => { setImmediate(() => { this.#lost(generation, this.#withStderr('connection closed')) }) }
@@ -212,39 +235,60 @@ export class McpConnection {
     }))
   }
 
-  /** Calls tool `remote` (listed to the model as `listed`); every failure is an error result. */
+  /**
+   * Calls tool `remote` (listed to the model as `listed`); every failure is an error result. Its text names the
+   * server and the kind of failure only (the tool's own isError text included); the reason goes to the log.
+   */
   async call (remote: string, listed: string, input: unknown, signal?: AbortSignal): Promise<ToolResult> {
     if (typeof input !== 'object' || input === null || Array.isArray(input)) {
       return { content: `Invalid input for ${listed}: expected an object`, isError: true }
     }
+    const server = `MCP server "${this.name}"`
+    let release: () => void
+    try {
+      release = await this.#slots.acquire(signal)
+    } catch {
+      return { content: `Tool ${listed} cancelled`, isError: true }
+    }
+    try {
+      return await this.#callNow(remote, listed, input as Record<string, unknown>, server, signal)
+    } finally {
+      release()
+    }
+  }
+
+  async #callNow (remote: string, listed: string, input: Record<string, unknown>, server: string, signal?: AbortSignal): Promise<ToolResult> {
     const client = this.#client
     if (client === undefined || this.#state !== 'up') {
-      return { content: `MCP server "${this.name}" is not connected (${this.#reason})`, isError: true }
+      this.#options.log.warn({ server: this.name, tool: remote, reason: this.#reason }, 'MCP call refused: server not connected')
+      return { content: `${server} unreachable`, isError: true }
     }
     const generation = this.#generation
     const timeout = this.#options.callTimeoutMs
     try {
       const result = await client.callTool(
-        { name: remote, arguments: input as Record<string, unknown> }, undefined,
+        { name: remote, arguments: input }, undefined,
         { timeout, ...(signal === undefined ? {} : { signal }) }
       )
       const text = mcpResultText(result)
-      if (result.isError === true) return { content: text || `Tool ${listed} reported an error`, isError: true }
+      if (result.isError === true) return { content: `${server} returned an error: ${text || 'no text'}`, isError: true }
       return { content: text, isError: false }
     } catch (error) {
       if (signal?.aborted === true) return { content: `Tool ${listed} cancelled`, isError: true }
+      this.#options.log.warn({ server: this.name, tool: remote, reason: errorText(error) }, 'MCP call failed')
       if (error instanceof McpError) {
         if (error.code === ErrorCode.RequestTimeout) {
-          return { content: `Tool ${listed} timed out after ${timeout / 1000} s (MCP_TOOL_TIMEOUT_SECONDS)`, isError: true }
+          return { content: `${server} timed out after ${timeout / 1000} s (MCP_TOOL_TIMEOUT_SECONDS)`, isError: true }
         }
-        if (error.code === ErrorCode.ConnectionClosed) {
-          return { content: `MCP server "${this.name}" closed the connection during the call`, isError: true }
+        if (error.code === ErrorCode.ConnectionClosed) return { content: `${server} closed the connection during the call`, isError: true }
+        if (error.code === MESSAGE_TOO_LARGE_CODE) {
+          return { content: `${server} returned a result larger than ${MCP_MAX_MESSAGE_BYTES / 1024 / 1024} MB`, isError: true }
         }
-        return { content: `Tool ${listed} failed: ${errorText(error)}`, isError: true }
+        return { content: `${server} returned an error`, isError: true }
       }
       // Not a protocol answer: the transport failed (a remote server gone); reconnect in the background.
       this.#lost(generation, errorText(error))
-      return { content: `MCP server "${this.name}" unreachable: ${errorText(error)}`, isError: true }
+      return { content: `${server} unreachable`, isError: true }
     }
   }
 

@@ -1,10 +1,10 @@
 // Every configured MCP server: connected in parallel, their tools kept in the registry as they come and go.
 import type { ToolRegistry } from '../registry.js'
-import type { McpServerConfig } from './config.js'
+import type { McpServerConfig } from '../../config/mcp-file.js'
 import { McpConnection, type McpConnectionOptions, type McpLogger, type McpServerState } from './connection.js'
 
 /** Options of {@link createMcpServers}. */
-export interface McpServersOptions extends Pick<McpConnectionOptions, 'callTimeoutMs' | 'connectTimeoutMs' | 'retryMinMs' | 'retryMaxMs'> {
+export interface McpServersOptions extends Pick<McpConnectionOptions, 'callTimeoutMs' | 'maxConcurrentCalls' | 'connectTimeoutMs' | 'retryMinMs' | 'retryMaxMs'> {
   registry: ToolRegistry
   log: McpLogger
   /** Told each server's state changes (for the `agent_mcp_server_up` gauge). */

@@ -2,8 +2,8 @@
 import { randomUUID } from 'node:crypto'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { refuseGatedTools } from '../../../lib/agent/approvals.js'
-import { agentResponse, chatRunSpec } from '../../../lib/agent/conversation.js'
-import { textChunks } from '../../../lib/stream-formats.js'
+import { agentResponse, chatRunSpec } from '../../../lib/dialects/v1/request.js'
+import { textChunks } from '../../../lib/dialects/v1/text-chunks.js'
 import { resumableIn } from '../../../plugins/resumable.js'
 import {
   AgentResponse, SimpleChatResponse, SseResponse, chatRequestSchema, v1ChatBodySchema,

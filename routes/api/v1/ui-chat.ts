@@ -3,20 +3,44 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { randomUUID } from 'node:crypto'
 import { Type } from 'typebox'
 import { openSseStream } from '../../../lib/http/sse.js'
-import { pipeEntries, resumeUrl, streamStoreDown } from '../../../plugins/resumable.js'
-import { UI_MESSAGE_STREAM_HEADER, UI_MESSAGE_STREAM_VERSION, createUiMessageStream } from '../../../lib/ui-message-stream.js'
-import { uiMessagesToTurns } from '../../../lib/ui-messages.js'
-import { MAX_IMAGE_BYTES, MAX_IMAGES, SseResponse, V2_BODY_LIMIT } from '../../../schemas/chat.js'
+import { resumeUrl, streamStoreDown } from '../../../plugins/resumable.js'
+import { UI_MESSAGE_STREAM_HEADER, UI_MESSAGE_STREAM_VERSION, createUiMessageStream } from '../../../lib/dialects/ui/format.js'
+import { MAX_UI_JSON_FIELD_DEPTH, boundUiChatBody, uiMessagesToTurns } from '../../../lib/dialects/ui/messages.js'
+import { createJsonBodyBudget, type JsonPath } from '../../../lib/body-budget.js'
+import { RequestValidationError } from '../../../lib/validation.js'
+import { BODY_LIMIT_BYTES, MAX_IMAGE_BYTES, MAX_IMAGES, SseResponse, V2_BODY_LIMIT, V2_BYTES_PER_IMAGE } from '../../../schemas/chat.js'
 import { commonErrorResponses, modelErrorResponses } from '../../../schemas/common.js'
 import { UiChatParams, uiChatRequestSchema } from '../../../schemas/ui.js'
 
 /** Characters of message text a request may carry in all (DECISIONS section 4). */
 export const MAX_UI_CHARS = 4_000_000
 
+/** Where a part's free-form fields start: the top object, `messages`, a message, `parts`, a part. */
+const PART_LEVELS = 5
+/** Nesting a body may reach while it arrives: a part's field at its deepest; anything deeper is refused unparsed. */
+const MAX_BODY_DEPTH = PART_LEVELS + MAX_UI_JSON_FIELD_DEPTH
+
+/** The 422 of a body nested too deeply, naming the field it happened in (a part's field, a message's, or a top-level one). */
+function tooDeep (path: JsonPath): Error {
+  const named = path[0] === 'messages' ? (path[2] === 'parts' ? path.slice(0, PART_LEVELS) : path.slice(0, 3)) : path.slice(0, 1)
+  return new RequestValidationError([{ loc: ['body', ...named], msg: `Input should be at most ${MAX_UI_JSON_FIELD_DEPTH} levels deep`, type: 'too_deep' }])
+}
+
 const uiChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post('/ui/chat', {
-    // Earlier images travel again with every turn: the body may hold as many as /api/v2/chat allows.
+    // Earlier images travel again with every turn: image file parts' data: URLs buy room as /api/v2/chat's images do;
+    // everything else gets the normal limit, and a body over its budget (or nested too deeply) is cut as it arrives.
     bodyLimit: V2_BODY_LIMIT,
+    preParsing: async (_request, _reply, payload) => payload.pipe(createJsonBodyBudget({
+      roomPath: ['messages', '*', 'parts', '*', 'url'],
+      baseBytes: BODY_LIMIT_BYTES,
+      bytesPerItem: V2_BYTES_PER_IMAGE,
+      maxItems: MAX_IMAGES,
+      maxDepth: MAX_BODY_DEPTH,
+      tooDeep,
+    })),
+    // Unknown fields are dropped before validation; free-form fields are bounded (422 naming the field).
+    preValidation: async (request) => { request.body = boundUiChatBody(request.body) as typeof request.body },
     schema: {
       tags: ['chat'],
       summary: 'Chat for the AI SDK\'s useChat (UI message stream protocol)',
@@ -69,7 +93,7 @@ const uiChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
     reply.header('x-stream-id', streamId)
     reply.header('content-location', resumeUrl('versioned', streamId))
     const sse = openSseStream(request, reply, { heartbeatMs: app.config.SSE_HEARTBEAT_SECONDS * 1000, registry: app.streams })
-    await pipeEntries(app.stores.streamLog.read(streamId, 0, sse.signal), sse).catch((error: unknown) => {
+    await app.resumable.follow(streamId, owner, app.stores.streamLog.read(streamId, 0, sse.signal), sse).catch((error: unknown) => {
       request.log.warn({ err: error }, 'ui chat reconnect failed')
     })
     return reply

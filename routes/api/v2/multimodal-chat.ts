@@ -1,10 +1,10 @@
 // POST /api/v2/chat: MultimodalRequest, images attached to the last user message; answers like /api/v1/chat.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { refuseGatedTools } from '../../../lib/agent/approvals.js'
-import { agentResponse, chatRunSpec } from '../../../lib/agent/conversation.js'
+import { agentResponse, chatRunSpec } from '../../../lib/dialects/v1/request.js'
 import { parseImage } from '../../../lib/images.js'
 import type { ImageBlock } from '../../../lib/llm/types.js'
-import { textChunks } from '../../../lib/stream-formats.js'
+import { textChunks } from '../../../lib/dialects/v1/text-chunks.js'
 import { resumableIn } from '../../../plugins/resumable.js'
 import { RequestValidationError, type ValidationIssue } from '../../../lib/validation.js'
 import {
@@ -18,7 +18,7 @@ const v2ChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
     bodyLimit: V2_BODY_LIMIT,
     // Text alone gets the normal limit; only images buy more, and a body over its budget is cut as it arrives.
     preParsing: async (_request, _reply, payload) => payload.pipe(createJsonBodyBudget({
-      field: 'images', baseBytes: BODY_LIMIT_BYTES, bytesPerItem: V2_BYTES_PER_IMAGE, maxItems: MAX_IMAGES,
+      roomPath: ['images', '*'], baseBytes: BODY_LIMIT_BYTES, bytesPerItem: V2_BYTES_PER_IMAGE, maxItems: MAX_IMAGES,
     })),
     schema: {
       tags: ['chat'],

@@ -1,7 +1,7 @@
 // AI SDK UI messages to model turns (DECISIONS section 16): text, images, earlier tool calls with their results.
-import { parseImage } from './images.js'
-import type { ChatTurn, ContentBlock, ImageBlock, ToolResultBlock, ToolUseBlock } from './llm/types.js'
-import { RequestValidationError, type ValidationIssue } from './validation.js'
+import { parseImage } from '../../images.js'
+import type { ChatTurn, ContentBlock, ImageBlock, ToolResultBlock, ToolUseBlock } from '../../llm/types.js'
+import { RequestValidationError, type ValidationIssue } from '../../validation.js'
 
 /** The part fields this conversion reads (typed by the route's schema); anything else in a part is ignored. */
 export interface UiPartInput {
@@ -193,4 +193,83 @@ export function uiMessagesToTurns (messages: readonly UiMessageInput[], limits: 
   }
   if (issues.length > 0) throw new RequestValidationError(issues)
   return { system: system.length > 0 ? system.join('\n\n') : undefined, turns, ignored }
+}
+
+/** Most bytes of JSON one free-form field (a part's input, output, providerMetadata; a message's metadata) may hold. */
+export const MAX_UI_JSON_FIELD_BYTES = 64 * 1024
+/** Deepest nesting of one free-form field (an object or array is one level). */
+export const MAX_UI_JSON_FIELD_DEPTH = 32
+
+const ROOT_FIELDS = ['id', 'messages', 'trigger', 'messageId', 'model'] as const
+const MESSAGE_FIELDS = ['id', 'role', 'parts', 'metadata'] as const
+const PART_FIELDS = ['type', 'text', 'mediaType', 'url', 'filename', 'toolName', 'toolCallId', 'state', 'input', 'output', 'errorText', 'providerMetadata'] as const
+const PART_JSON_FIELDS = ['input', 'output', 'providerMetadata'] as const
+
+/** Levels of nesting of a JSON value (a scalar is 0), counted without recursion; stops once past `limit`. */
+function jsonDepth (value: unknown, limit: number): number {
+  let deepest = 0
+  const stack: Array<[unknown, number]> = [[value, 0]]
+  while (stack.length > 0) {
+    const [item, depth] = stack.pop() as [unknown, number]
+    if (typeof item !== 'object' || item === null) continue
+    const level = depth + 1
+    if (level > deepest) deepest = level
+    if (deepest > limit) return deepest
+    for (const child of Object.values(item)) stack.push([child, level])
+  }
+  return deepest
+}
+
+/** The issue of a free-form field over its bounds, else undefined. */
+function jsonFieldIssue (value: unknown, loc: Array<string | number>): ValidationIssue | undefined {
+  if (jsonDepth(value, MAX_UI_JSON_FIELD_DEPTH) > MAX_UI_JSON_FIELD_DEPTH) {
+    return { loc, msg: `Input should be at most ${MAX_UI_JSON_FIELD_DEPTH} levels deep`, type: 'too_deep' }
+  }
+  const bytes = Buffer.byteLength(JSON.stringify(value) ?? '')
+  if (bytes > MAX_UI_JSON_FIELD_BYTES) {
+    return { loc, msg: `Input should be at most ${MAX_UI_JSON_FIELD_BYTES} bytes of JSON`, type: 'too_long' }
+  }
+  return undefined
+}
+
+/** A copy of `source` with only `fields` (those present). */
+function pick (source: Record<string, unknown>, fields: readonly string[]): Record<string, unknown> {
+  const kept: Record<string, unknown> = {}
+  for (const field of fields) if (Object.hasOwn(source, field)) kept[field] = source[field]
+  return kept
+}
+
+/**
+ * The useChat body with only the fields the route reads (unknown fields are dropped, not kept), after
+ * checking that each free-form field (part `input`, `output`, `providerMetadata`, message `metadata`) is
+ * at most 64 KB of JSON and 32 levels deep. Throws RequestValidationError (422 naming the field). A body
+ * of the wrong shape is returned as it is, for the schema to refuse.
+ */
+export function boundUiChatBody (body: unknown): unknown {
+  if (!isPlainObject(body)) return body
+  const kept = pick(body, ROOT_FIELDS)
+  if (!Array.isArray(kept['messages'])) return kept
+  const issues: ValidationIssue[] = []
+  kept['messages'] = kept['messages'].map((message: unknown, m) => {
+    if (!isPlainObject(message)) return message
+    const keptMessage = pick(message, MESSAGE_FIELDS)
+    if (Object.hasOwn(keptMessage, 'metadata')) {
+      const issue = jsonFieldIssue(keptMessage['metadata'], ['body', 'messages', m, 'metadata'])
+      if (issue !== undefined) issues.push(issue)
+    }
+    if (!Array.isArray(keptMessage['parts'])) return keptMessage
+    keptMessage['parts'] = keptMessage['parts'].map((part: unknown, p) => {
+      if (!isPlainObject(part)) return part
+      const keptPart = pick(part, PART_FIELDS)
+      for (const field of PART_JSON_FIELDS) {
+        if (!Object.hasOwn(keptPart, field)) continue
+        const issue = jsonFieldIssue(keptPart[field], ['body', 'messages', m, 'parts', p, field])
+        if (issue !== undefined) issues.push(issue)
+      }
+      return keptPart
+    })
+    return keptMessage
+  })
+  if (issues.length > 0) throw new RequestValidationError(issues)
+  return kept
 }

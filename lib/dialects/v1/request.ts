@@ -1,10 +1,10 @@
 // Maps chat requests to the model's terms (system prompt apart, images on the last user turn) and runs back to answers.
 import type { Static } from 'typebox'
-import type { AgentResponseBody, ChatMessage, ChatRequestBody } from '../../schemas/chat.js'
-import type { ChatTurn, ContentBlock, ImageBlock } from '../llm/types.js'
-import { RequestValidationError } from '../validation.js'
-import type { AgentResult } from './run.js'
-import type { RunSpec } from './spec.js'
+import type { AgentResponseBody, ChatMessage, ChatRequestBody } from '../../../schemas/chat.js'
+import type { ChatTurn, ContentBlock, ImageBlock } from '../../llm/types.js'
+import { RequestValidationError } from '../../validation.js'
+import type { AgentResult } from '../../agent/run.js'
+import type { RunSpec } from '../../agent/spec.js'
 
 type ApiMessage = Static<typeof ChatMessage>
 

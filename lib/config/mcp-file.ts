@@ -1,6 +1,6 @@
 // MCP_CONFIG_FILE: `{"mcpServers": {...}}` as MCP desktop clients write it, checked into typed server settings.
-import { readFileSync } from 'node:fs'
-import { ConfigError } from '../../config.js'
+import { ConfigError } from '../errors.js'
+import { readSettingsFile } from './settings-file.js'
 
 /** A server run as a child process, spoken to over stdio. */
 export interface StdioServerConfig {
@@ -80,17 +80,8 @@ export function parseMcpConfig (data: unknown): Map<string, McpServerConfig> {
 
 /** Reads and checks MCP_CONFIG_FILE; throws ConfigError (one line) when it is missing, not JSON or invalid. */
 export function loadMcpConfig (path: string): Map<string, McpServerConfig> {
-  let text: string
-  try {
-    text = readFileSync(path, 'utf8')
-  } catch (error) {
-    fail(`cannot read ${path}: ${(error as Error).message}`)
-  }
-  let data: unknown
-  try {
-    data = JSON.parse(text)
-  } catch (error) {
-    fail(`${path} is not valid JSON: ${(error as Error).message}`)
-  }
-  return parseMcpConfig(data)
+  return parseMcpConfig(readSettingsFile(path, {
+    cannotRead: (error) => `Invalid MCP_CONFIG_FILE: cannot read ${path}: ${error.message}`,
+    notParsed: (_format, error) => `Invalid MCP_CONFIG_FILE: ${path} is not valid JSON: ${error.message}`,
+  }))
 }

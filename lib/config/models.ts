@@ -1,11 +1,10 @@
-// The model table (DECISIONS section 14): MODELS entries or MODELS_FILE resolved to one route per client-visible name.
-import { readFileSync } from 'node:fs'
-import { createRequire } from 'node:module'
-import { extname } from 'node:path'
+// The model table (README, "Models and providers"): MODELS entries or MODELS_FILE resolved to one route per client-visible name.
 import Value from 'typebox/value'
-import { DEFAULT_MODELS, type Env } from '../schemas/config.js'
-import { ModelsFile, PROVIDERS, type ModelsFileBody, type ProviderKind } from '../schemas/models.js'
-import { ConfigError } from './errors.js'
+import { DEFAULT_MODELS, type Env } from '../../schemas/config.js'
+import { ConfigError } from '../errors.js'
+import { PROVIDER_KINDS, PROVIDER_NAMES, isProviderKind, providerNamesText, type ProviderKind } from '../llm/providers/registry.js'
+import { ModelsFile, type ModelsFileBody } from './models-file.js'
+import { readSettingsFile } from './settings-file.js'
 
 /** Where one client-visible model name goes. */
 export interface ModelRoute {
@@ -39,20 +38,23 @@ function splitEntry (entry: string, fallback: ProviderKind, where: string): { pr
   const match = /^([A-Za-z][A-Za-z0-9_-]*):(.+)$/.exec(entry)
   if (match === null) return { provider: fallback, name: entry }
   const [, prefix = '', name = ''] = match
-  if (!(PROVIDERS as readonly string[]).includes(prefix)) {
-    fail(`${where} entry "${entry}" has an unknown provider "${prefix}" (anthropic, openai or offline; ` +
+  if (!isProviderKind(prefix)) {
+    return fail(`${where} entry "${entry}" has an unknown provider "${prefix}" (${providerNamesText()}; ` +
       `write openai:${entry} for a model id that holds a colon)`)
   }
-  return { provider: prefix as ProviderKind, name }
+  return { provider: prefix, name }
 }
 
 interface Endpoint { apiKey?: string, baseURL?: string, keyVar: string, urlVar: string }
 
-/** The key and URL a provider uses by default: LLM_API_KEY / LLM_BASE_URL for LLM_PROVIDER, else the SDK's conventional variables. */
-function endpointOf (provider: ProviderKind, env: Env, defaultProvider: ProviderKind): Endpoint {
-  const own = provider === 'anthropic'
-    ? { apiKey: env.ANTHROPIC_API_KEY, baseURL: env.ANTHROPIC_BASE_URL, keyVar: 'ANTHROPIC_API_KEY', urlVar: 'ANTHROPIC_BASE_URL' }
-    : { apiKey: env.OPENAI_API_KEY, baseURL: env.OPENAI_BASE_URL, keyVar: 'OPENAI_API_KEY', urlVar: 'OPENAI_BASE_URL' }
+/**
+ * The key and URL a networked provider uses by default: LLM_API_KEY / LLM_BASE_URL for LLM_PROVIDER, else its
+ * conventional variables (the registry's `keyVar` / `urlVar`); undefined for a kind with no endpoint (offline).
+ */
+function endpointOf (provider: ProviderKind, env: Env, defaultProvider: ProviderKind): Endpoint | undefined {
+  const spec = PROVIDER_KINDS[provider].endpoint
+  if (spec === undefined) return undefined
+  const own = { apiKey: env[spec.keyVar], baseURL: env[spec.urlVar], keyVar: spec.keyVar, urlVar: spec.urlVar }
   if (provider !== defaultProvider) return own
   const endpoint: Endpoint = {
     keyVar: env.LLM_API_KEY !== undefined || own.apiKey === undefined ? 'LLM_API_KEY' : own.keyVar,
@@ -66,35 +68,27 @@ function endpointOf (provider: ProviderKind, env: Env, defaultProvider: Provider
 }
 
 /**
- * Checks what a route needs to reach its provider: a key for anthropic, a key or a base URL for openai.
- * `key` / `url` name where they come from; `isDefault` keeps the LLM_PROVIDER wording of DECISIONS 2.
+ * Checks what a route needs to reach its provider (the registry's `needs`: a key, or a key or a base URL).
+ * `key` / `url` name where they come from; `isDefault` keeps the LLM_PROVIDER wording of README's settings table.
  */
 function checkRoute (route: ModelRoute, where: string, key: string, url: string, isDefault: boolean): void {
   if (route.baseURL !== undefined && !URL.canParse(route.baseURL)) fail(`${where}: ${url} must be a URL (got ${JSON.stringify(route.baseURL)})`)
-  if (route.provider === 'anthropic' && route.apiKey === undefined) {
-    fail(isDefault ? 'LLM_API_KEY is required when LLM_PROVIDER is anthropic' : `${where}: provider anthropic needs a key (${key})`)
+  const needs = PROVIDER_KINDS[route.provider].endpoint?.needs
+  if (needs === 'key' && route.apiKey === undefined) {
+    fail(isDefault ? `LLM_API_KEY is required when LLM_PROVIDER is ${route.provider}` : `${where}: provider ${route.provider} needs a key (${key})`)
   }
-  if (route.provider === 'openai' && route.apiKey === undefined && route.baseURL === undefined) {
+  if (needs === 'key-or-url' && route.apiKey === undefined && route.baseURL === undefined) {
     fail(isDefault
-      ? 'LLM_API_KEY is required when LLM_PROVIDER is openai, unless LLM_BASE_URL is set'
-      : `${where}: provider openai needs a key (${key}) or a base URL (${url})`)
+      ? `LLM_API_KEY is required when LLM_PROVIDER is ${route.provider}, unless LLM_BASE_URL is set`
+      : `${where}: provider ${route.provider} needs a key (${key}) or a base URL (${url})`)
   }
 }
 
 function readModelsFile (path: string): unknown {
-  let text: string
-  try {
-    text = readFileSync(path, 'utf8')
-  } catch (error) {
-    return fail(`MODELS_FILE ${path} cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`)
-  }
-  const yaml = ['.yaml', '.yml'].includes(extname(path).toLowerCase())
-  try {
-    // The YAML parser is loaded only for a YAML file: most services never pay for it at startup.
-    return yaml ? (createRequire(import.meta.url)('yaml') as typeof import('yaml')).parse(text) : JSON.parse(text)
-  } catch (error) {
-    return fail(`MODELS_FILE ${path} is not valid ${yaml ? 'YAML' : 'JSON'}: ${(error as Error).message.split('\n')[0] ?? ''}`)
-  }
+  return readSettingsFile(path, {
+    cannotRead: (error) => `Invalid configuration: MODELS_FILE ${path} cannot be read (${error.code ?? error.message})`,
+    notParsed: (format, error) => `Invalid configuration: MODELS_FILE ${path} is not valid ${format}: ${error.message.split('\n')[0] ?? ''}`,
+  }, { yaml: true })
 }
 
 /** The first schema error of a models file, as one line naming the entry and the field. */
@@ -113,7 +107,7 @@ function describeFileError (data: unknown): string {
     const name = typeof entry === 'object' && entry !== null && typeof (entry as { name?: unknown }).name === 'string' ? ` ("${(entry as { name: string }).name}")` : ''
     const field = extra ?? missing ?? parts.slice(2).join('.')
     const got = field === 'provider' && typeof entry === 'object' && entry !== null ? (entry as { provider?: unknown }).provider : undefined
-    const detail = got === undefined ? problem : `must be ${PROVIDERS.join(', ')} (got ${JSON.stringify(got)})`
+    const detail = got === undefined ? problem : `must be ${PROVIDER_NAMES.join(', ')} (got ${JSON.stringify(got)})`
     return `models[${index}]${name}: ${field === '' ? 'entry' : field} ${detail}`
   }
   if (parts.length === 0 && extra === undefined && missing === undefined) return 'must be an object with a "models" list'
@@ -127,7 +121,7 @@ function fromFile (path: string, env: Env, vars: Record<string, string | undefin
   const globalFallbacks = splitList(env.FALLBACK_MODELS)
   const routes = file.models.map((entry, index): ModelRoute => {
     const where = `MODELS_FILE models[${index}] ("${entry.name}")`
-    const endpoint = entry.provider === 'offline' ? undefined : endpointOf(entry.provider, env, defaultProvider)
+    const endpoint = endpointOf(entry.provider, env, defaultProvider)
     const route: ModelRoute = { name: entry.name, provider: entry.provider, model: entry.model ?? entry.name, fallbacks: entry.fallbacks ?? globalFallbacks }
     const baseURL = entry.base_url ?? endpoint?.baseURL
     if (baseURL !== undefined) route.baseURL = baseURL
@@ -139,9 +133,9 @@ function fromFile (path: string, env: Env, vars: Record<string, string | undefin
       route.apiKey = endpoint.apiKey
     }
     if (entry.max_tokens !== undefined) route.maxTokens = entry.max_tokens
-    if (entry.provider !== 'offline') {
-      checkRoute(route, where, entry.api_key_env ?? `api_key_env or ${endpoint?.keyVar ?? ''}`,
-        entry.base_url !== undefined ? 'base_url' : endpoint?.urlVar ?? 'base_url', false)
+    if (endpoint !== undefined) {
+      checkRoute(route, where, entry.api_key_env ?? `api_key_env or ${endpoint.keyVar}`,
+        entry.base_url !== undefined ? 'base_url' : endpoint.urlVar, false)
     }
     return route
   })
@@ -180,8 +174,8 @@ export function resolveModels (env: Env, defaultProvider: ProviderKind, vars: Re
         continue
       }
       const route: ModelRoute = { name, provider, model: name, fallbacks }
-      if (provider !== 'offline') {
-        const endpoint = endpointOf(provider, env, defaultProvider)
+      const endpoint = endpointOf(provider, env, defaultProvider)
+      if (endpoint !== undefined) {
         if (endpoint.apiKey !== undefined) route.apiKey = endpoint.apiKey
         if (endpoint.baseURL !== undefined) route.baseURL = endpoint.baseURL
         checkRoute(route, `${where} entry "${entry}"`, endpoint.keyVar, endpoint.urlVar, provider === defaultProvider && endpoint.keyVar === 'LLM_API_KEY')

@@ -1,11 +1,15 @@
-// Loads and resolves the service configuration: env-schema validation, then derived settings.
+// Loads and resolves the service configuration: env-schema validation, derived settings, and the settings files
+// the variables name (MODELS_FILE, MCP_CONFIG_FILE, KNOWLEDGE_BASE_FILE); every failure is one ConfigError line.
 import { envSchema } from 'env-schema'
 import { isIP } from 'node:net'
-import { EnvSchema, type Env } from '../schemas/config.js'
-import { parseApprovalPatterns } from './agent/approval-policy.js'
-import { ConfigError } from './errors.js'
+import { EnvSchema, type Env } from '../../schemas/config.js'
+import { parseApprovalPatterns } from '../agent/approval-policy.js'
+import { ConfigError } from '../errors.js'
+import { isProviderKind, providerNamesText, type ProviderKind } from '../llm/providers/registry.js'
+import { checkRedisSettings } from '../stores/redis-url.js'
+import { loadKnowledgeBaseFile } from './knowledge-base-file.js'
+import { loadMcpConfig, type McpServerConfig } from './mcp-file.js'
 import { resolveModels } from './models.js'
-import { checkRedisSettings } from './stores/redis-url.js'
 
 export { ConfigError }
 
@@ -91,6 +95,12 @@ export function resolveTrustProxy (value: string): boolean | string[] | ((addres
   return items
 }
 
+/** LLM_PROVIDER as a kind of the provider registry. */
+function providerKind (name: string): ProviderKind {
+  if (isProviderKind(name)) return name
+  throw new ConfigError(`Invalid configuration: LLM_PROVIDER must be ${providerNamesText()} (got ${JSON.stringify(name)})`)
+}
+
 /**
  * Turns validated variables into typed settings; throws ConfigError on inconsistent combinations.
  * `vars` holds the variables a MODELS_FILE's `api_key_env` may name (the environment the config came from).
@@ -100,7 +110,7 @@ export function resolveConfig (env: Env, vars: Record<string, string | undefined
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
     throw new ConfigError(`Invalid configuration: LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(env.LOG_LEVEL)})`)
   }
-  const provider = env.LLM_PROVIDER ?? (env.LLM_API_KEY ? 'anthropic' : 'offline')
+  const provider: ProviderKind = env.LLM_PROVIDER === undefined ? (env.LLM_API_KEY ? 'anthropic' : 'offline') : providerKind(env.LLM_PROVIDER)
   if (env.LLM_RETRY_MIN_SECONDS > env.LLM_RETRY_MAX_SECONDS) {
     throw new ConfigError('Invalid configuration: LLM_RETRY_MIN_SECONDS must not exceed LLM_RETRY_MAX_SECONDS')
   }
@@ -119,7 +129,7 @@ export function resolveConfig (env: Env, vars: Record<string, string | undefined
     throw new ConfigError(`Invalid configuration: ${(error as Error).message}`)
   }
   const corsOrigins = splitList(env.CORS_ORIGINS)
-  // Client-visible names (`provider:` prefixes dropped), the default first; one route per name (DECISIONS 14).
+  // Client-visible names (`provider:` prefixes dropped), the default first; one route per name (README, "Models and providers").
   const { defaultModel, models, routes: modelRoutes } = resolveModels(env, provider, vars)
   return {
     ...env,
@@ -135,6 +145,10 @@ export function resolveConfig (env: Env, vars: Record<string, string | undefined
     trustProxy: resolveTrustProxy(env.TRUST_PROXY),
     /** TOOL_APPROVAL_REQUIRED's entries (README "Tool approval"). */
     approvalPatterns,
+    /** The documents of KNOWLEDGE_BASE_FILE; undefined without it (the built-in documents answer). */
+    knowledgeDocuments: env.KNOWLEDGE_BASE_FILE === undefined ? undefined : loadKnowledgeBaseFile(env.KNOWLEDGE_BASE_FILE),
+    /** The servers of MCP_CONFIG_FILE (none without it). */
+    mcpServers: env.MCP_CONFIG_FILE === undefined ? new Map<string, McpServerConfig>() : loadMcpConfig(env.MCP_CONFIG_FILE),
   }
 }
 

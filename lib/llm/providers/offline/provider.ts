@@ -1,9 +1,9 @@
-// Offline provider (DECISIONS section 3): no network, deterministic echo, tool calls from simple rules.
-import { throwIfAborted } from './abort.js'
-import { estimateTextTokens, estimateTokens } from './tokens.js'
+// Offline provider (README, "Models and providers"): no network, deterministic echo, tool calls from simple rules.
+import { throwIfAborted } from '../../abort.js'
+import { estimateTextTokens, estimateTokens } from '../../tokens.js'
 import type {
   ChatTurn, ContentBlock, LLMProvider, ModelRequest, ModelResponse, ModelStreamEvent, TextBlock, ToolUseBlock,
-} from './types.js'
+} from '../../types.js'
 
 /** The model name the offline provider reports. */
 export const OFFLINE_MODEL = 'offline'

@@ -1,0 +1,33 @@
+// `POST /api/v1/agent/stream`: typed JSON events `{type, data}`, a `usage` event before every ending.
+import type { UsageReport } from '../../agent/events.js'
+import type { StreamFormat } from '../../agent/stream-format.js'
+import { approvalsOf } from '../approvals.js'
+
+const usageEvent = (usage: UsageReport): string => JSON.stringify({ type: 'usage', data: usage })
+
+/**
+ * `POST /api/v1/agent/stream` (SPEC 6.2): `{type, data}` JSON of tool_call, tool_result and token events;
+ * a `usage` event before every terminal event (DECISIONS 13).
+ */
+export const agentEvents: StreamFormat = {
+  name: 'agent',
+  event: (event) => {
+    switch (event.type) {
+      case 'token':
+      case 'tool_call':
+      case 'tool_result':
+        return JSON.stringify({ type: event.type, data: event.data })
+      default:
+        return null
+    }
+  },
+  done: ({ usage }) => [usageEvent(usage), '{"type":"done","data":""}'],
+  // A pause for approval: one approval_required event per pending approval, then usage and done.
+  paused: (ending) => [
+    ...approvalsOf(ending).map((approval) => JSON.stringify({ type: 'approval_required', data: approval })),
+    usageEvent(ending.usage),
+    '{"type":"done","data":""}',
+  ],
+  error: (message, usage) => [usageEvent(usage), JSON.stringify({ type: 'error', data: message })],
+  terminalError: (message) => JSON.stringify({ type: 'error', data: message }),
+}

@@ -1,0 +1,30 @@
+// `POST /chat/stream` (and `stream: true` on `/chat`): text chunks, `[DONE]`, `{'error': '<text>'}`.
+import type { StreamFormat } from '../../agent/stream-format.js'
+import { namedEvent } from '../../named-events.js'
+import { approvalsOf } from '../approvals.js'
+import { DONE, textChunk } from '../text-chunk.js'
+
+/** A Python-style repr of a string, as the unversioned layout's `{'error': '...'}` message uses. */
+export function pythonRepr (text: string): string {
+  const quote = text.includes("'") && !text.includes('"') ? '"' : "'"
+  const body = text
+    .replace(/\\/g, '\\\\')
+    .replace(/\n/g, '\\n')
+    .replace(/\r/g, '\\r')
+    .replace(/\t/g, '\\t')
+    .replace(quote === "'" ? /'/g : /"/g, `\\${quote}`)
+  return `${quote}${body}${quote}`
+}
+
+/**
+ * `POST /chat/stream` (SPEC 6.3): chunks, `[DONE]`, `{'error': '<text>'}`; a pause for approval sends one
+ * `event: approval_required` per pending approval before `[DONE]`.
+ */
+export const sessionChunks: StreamFormat = {
+  name: 'session',
+  event: textChunk,
+  done: () => DONE,
+  paused: (ending) => [...approvalsOf(ending).map((approval) => namedEvent('approval_required', JSON.stringify(approval))), ...DONE],
+  error: (message) => [`{'error': ${pythonRepr(message)}}`],
+  terminalError: (message) => `{'error': ${pythonRepr(message)}}`,
+}

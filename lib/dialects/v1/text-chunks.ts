@@ -1,0 +1,12 @@
+// `POST /api/v1/chat/stream` (and `stream: true` on `/api/v1/chat`): text chunks, `[DONE]`, `[ERROR] <text>`.
+import type { StreamFormat } from '../../agent/stream-format.js'
+import { DONE, textChunk } from '../text-chunk.js'
+
+/** `POST /api/v1/chat/stream` (SPEC 6.1): chunks, `[DONE]`, `[ERROR] <text>`. */
+export const textChunks: StreamFormat = {
+  name: 'text',
+  event: textChunk,
+  done: () => DONE,
+  error: (message) => [`[ERROR] ${message}`],
+  terminalError: (message) => `[ERROR] ${message}`,
+}

@@ -1,0 +1,64 @@
+// Anthropic provider: the Messages API through @anthropic-ai/sdk, with our retry policy, timeouts and abort.
+import Anthropic from '@anthropic-ai/sdk'
+import type { LLMProvider, ModelRequest } from '../../types.js'
+import { attemptTimeoutMs, createSdkProvider, providerTransport, sdkFailures } from '../sdk-provider.js'
+import type { ProviderSettings } from '../settings.js'
+import { iteratorEvents } from '../stream-attempt.js'
+import { StreamAssembler, toParams, toResponse } from './wire.js'
+
+/** The only API version that still accepts `temperature` (README, "Models and providers"). */
+export const LEGACY_API_VERSION = '2023-06-01'
+
+/** Options of {@link createAnthropicProvider}. */
+export interface AnthropicProviderOptions extends ProviderSettings {
+  apiKey: string
+  /** Base URL of the API; the SDK's default (or ANTHROPIC_BASE_URL) when absent. */
+  baseURL?: string
+  /** `anthropic-version` header; the SDK's default when absent. `2023-06-01` enables `temperature`. */
+  apiVersion?: string
+}
+
+/** How the Anthropic SDK's failures are told apart (`toServiceError`). */
+const ANTHROPIC_FAILURES = sdkFailures('Anthropic', Anthropic, (error) => {
+  const type = error.type === null ? '' : ` ${error.type}`
+  const where = error.status === undefined ? 'stream error' : `error ${error.status}`
+  return `Anthropic API ${where}${type}: ${error.apiMessage ?? error.message}`
+})
+
+/**
+ * Creates the Anthropic provider. `temperature` is forwarded (clamped to 0..1) only with
+ * `apiVersion: '2023-06-01'`.
+ */
+export function createAnthropicProvider (options: AnthropicProviderOptions): LLMProvider {
+  const legacyVersion = options.apiVersion === LEGACY_API_VERSION
+  const transport = providerTransport(options)
+  const client = new Anthropic({
+    apiKey: options.apiKey,
+    fetch: transport.fetch,
+    ...(options.baseURL === undefined ? {} : { baseURL: options.baseURL }),
+    ...(options.apiVersion === undefined ? {} : { defaultHeaders: { 'anthropic-version': options.apiVersion } }),
+    // The shared provider retries instead: the SDK honours retry-after with no upper bound.
+    maxRetries: 0,
+    timeout: attemptTimeoutMs(options),
+  })
+  if (!legacyVersion) {
+    options.logger?.info({ apiVersion: options.apiVersion ?? 'sdk default' },
+      `temperature is not sent to the model: only anthropic-version ${LEGACY_API_VERSION} accepts it`)
+  }
+  return createSdkProvider(options, {
+    name: 'anthropic',
+    ...ANTHROPIC_FAILURES,
+    async complete (request, requestOptions) {
+      const { data, request_id: requestId } = await client.messages.create(toParams(request, legacyVersion), requestOptions).withResponse()
+      return toResponse(data, requestId)
+    },
+    openStream (request: ModelRequest) {
+      const params = toParams(request, legacyVersion)
+      return async (signal, timeout) => {
+        const { data, request_id: requestId } = await client.messages.create({ ...params, stream: true }, { signal, timeout, maxRetries: 0 }).withResponse()
+        return { requestId, events: iteratorEvents(data) }
+      }
+    },
+    decoder: (request) => new StreamAssembler(request.model, request.onUsage),
+  }, transport.close)
+}

@@ -1,0 +1,146 @@
+// One streamed upstream attempt, whatever the wire: open, read raw events into model events, stop (abort or drain).
+import { AttemptWatch } from '../attempt-watch.js'
+import type { StreamedAttempt } from '../upstream-errors.js'
+import type { ModelStreamEvent } from '../types.js'
+
+/** A stream that ended before the answer was complete (or could not be read). Retryable while nothing has been yielded. */
+export class IncompleteStreamError extends Error {
+  override name = 'IncompleteStreamError'
+  readonly retryable = true
+}
+
+/** The raw events of an open response: `undefined` at its end. */
+export interface RawEvents<Raw> {
+  next (): Promise<Raw | undefined>
+  /** Stops reading: the body closes (and with it the connection, if still open). */
+  close (): void
+}
+
+/** An open streamed response: its upstream request id and its raw events. */
+export interface OpenedStream<Raw> {
+  requestId: string | null | undefined
+  events: RawEvents<Raw>
+}
+
+/** Turns one wire's raw events into model events; the `message` event is the whole answer. */
+export interface StreamDecoder<Raw> {
+  /** The event one raw event makes, if any. */
+  decode (raw: Raw, requestId: string | null | undefined): ModelStreamEvent | undefined
+  /** The body ended: the whole message, or an {@link IncompleteStreamError} when the answer was not complete. */
+  end (requestId: string | null | undefined): ModelStreamEvent
+}
+
+/** Sends the request with the attempt's signal and timeout; resolves once the response headers are in. */
+export type OpenStream<Raw> = (signal: AbortSignal, timeoutMs: number) => Promise<OpenedStream<Raw>>
+
+/**
+ * One streamed attempt: its own abort controller, ended by the caller's signal or the idle timer (which
+ * runs only while we wait for upstream data, never while the caller holds a yielded event).
+ */
+export class StreamAttempt<Raw> implements StreamedAttempt {
+  requestId: string | null | undefined
+  readonly #watch: AttemptWatch
+  readonly #decoder: StreamDecoder<Raw>
+  #events: RawEvents<Raw> | undefined
+  /** The whole answer arrived: only the end of the body may be left. */
+  #complete = false
+
+  constructor (signal: AbortSignal | undefined, timeoutMs: number, vendor: string, decoder: StreamDecoder<Raw>) {
+    this.#watch = new AttemptWatch(signal, timeoutMs, vendor)
+    this.#decoder = decoder
+  }
+
+  /** Sends the request and waits for the response headers. */
+  async open (send: OpenStream<Raw>): Promise<void> {
+    this.#watch.wait()
+    try {
+      const opened = await this.#watch.guard(send(this.#watch.requestSignal(), this.#watch.timeoutMs))
+      this.requestId = opened.requestId
+      this.#events = opened.events
+    } finally {
+      this.#watch.stopWaiting()
+    }
+  }
+
+  /** Reads raw events until one makes an event to yield; the last is the whole message. */
+  async next (): Promise<ModelStreamEvent> {
+    const events = this.#events
+    if (events === undefined) throw new Error('stream attempt not open')
+    this.#watch.wait()
+    try {
+      for (;;) {
+        let raw: Raw | undefined
+        try {
+          raw = await events.next()
+        } catch (error) {
+          throw this.#watch.stopReason() ?? error
+        }
+        // SDK iterators end quietly when the request is aborted: tell why it ended.
+        const stopped = raw === undefined ? this.#watch.stopReason() : undefined
+        if (stopped !== undefined) throw stopped
+        const event = raw === undefined ? this.#decoder.end(this.requestId) : this.#decoder.decode(raw, this.requestId)
+        if (event === undefined) {
+          // Upstream sent something: the idle time starts over (for a yielded event, at the next wait()).
+          this.#watch.refresh()
+          continue
+        }
+        if (event.type === 'message') {
+          this.#complete = true
+          this.cancel()
+        }
+        return event
+      }
+    } finally {
+      this.#watch.stopWaiting()
+    }
+  }
+
+  /**
+   * Stops the attempt (idempotent): clears the timer and aborts the request if it is still open. After a
+   * complete answer the rest of the body (normally just its end) is read instead, in the background, so
+   * the connection stays reusable.
+   *
+   * An SDK's iterator must always be finished or closed: until it runs its cleanup, the Anthropic SDK keeps
+   * the request's AbortController in a FinalizationRegistry whose target (the response body) stays reachable
+   * from that controller through the abort reason's stack, so nothing is ever collected.
+   */
+  cancel (): void {
+    this.#watch.clear()
+    const events = this.#events
+    this.#events = undefined
+    if (events === undefined) return
+    if (this.#complete && !this.#watch.controller.signal.aborted) {
+      this.#finish(events).catch(() => { this.#watch.controller.abort() })
+      return
+    }
+    this.#watch.controller.abort()
+    events.close()
+  }
+
+  /** Reads what follows the answer (normally nothing but the end); aborts if more comes or it stalls. */
+  async #finish (events: RawEvents<Raw>): Promise<void> {
+    const timer = setTimeout(() => { this.#watch.controller.abort() }, this.#watch.timeoutMs)
+    timer.unref()
+    try {
+      for (let extra = 0; extra < 8; extra++) {
+        if (await events.next() === undefined) return
+      }
+      this.#watch.controller.abort()
+    } finally {
+      clearTimeout(timer)
+      events.close()
+    }
+  }
+}
+
+/** An SDK's async iterator as raw events; closing it runs the SDK's cleanup. */
+export function iteratorEvents<Raw> (iterable: AsyncIterable<Raw>): RawEvents<Raw> {
+  const iterator = iterable[Symbol.asyncIterator]()
+  return {
+    next: async () => {
+      const result = await iterator.next()
+      return result.done === true ? undefined : result.value
+    },
+    close: () => { iterator.return?.().catch(() => {}) },
+  }
+}

@@ -1,0 +1,319 @@
+// The Redis stream log: a stream's events in Redis Streams (16 slot shards), batched appends, one blocking
+// reader per reader group, owner leases, cancels published to every process; one Redis or a Cluster.
+/// <reference path="../cluster-key-slot.d.ts" />
+import { randomUUID } from 'node:crypto'
+import { setTimeout as sleep } from 'node:timers/promises'
+import calculateSlot from 'cluster-key-slot'
+import { Cluster } from 'ioredis'
+import { BlockingStreamReader, type StreamFollower } from '../redis/blocking-reader.js'
+import { hashKey, transientRunner, uniqueNonce, type RedisConnection, type RedisLogger, type TransientRetryOptions } from '../redis-client.js'
+import {
+  EventBuffer, type CancelOutcome, type StreamEntry, type StreamInfo, type StreamLog, type StreamProducer, type StreamStartOptions,
+} from '../stream-log.js'
+import type { RedisStreamLogConnections } from './connections.js'
+import { cancelChannel, streamKeys, toEntries, type StreamKeys } from './layout.js'
+import { CANCEL, INTERRUPT, REFRESH } from './scripts.js'
+import { StreamWriter, type LocalStream } from './writer.js'
+
+/** Options of createRedisStreamLog. */
+export interface RedisStreamLogOptions {
+  /** Namespace of every key (REDIS_PREFIX). */
+  prefix: string
+  /** How long a stream stays replayable after its last write (STREAM_RESUME_TTL_SECONDS). */
+  ttlSeconds: number
+  /** Opens the dedicated connections (streamLogConnections for REDIS_URL). */
+  connect: RedisStreamLogConnections
+  logger?: RedisLogger
+  /** Producer lease; a reader that sees it lapse ends the stream as interrupted. Default 10 s (detection within about 15 s). */
+  leaseMs?: number
+  /**
+   * Appends are batched: one pipeline per shard for every stream of the process every this many ms. Default
+   * 100: a reader on another replica sees events up to that much later (the live client reads the local
+   * copy); 50 cost about 12% more CPU per token in the bench (ioredis encoding, one script call per stream).
+   */
+  flushMs?: number
+  /** Longest XREAD BLOCK. Default 5000. */
+  blockMs?: number
+  /**
+   * One reader connection (one XREAD) per shard instead of one for every followed stream. Always so on a
+   * Redis Cluster, where a multi-key XREAD must stay within one hash slot; on a single Redis, for tests.
+   */
+  readerPerShard?: boolean
+  /** Reads and cancels are tried again on a transient cluster error (a failover); without it they fail fast. */
+  retry?: TransientRetryOptions
+}
+
+/** One reader of a followed stream: entries delivered by the multiplexer, a wake-up when some arrive. */
+class Follower implements StreamFollower<StreamEntry> {
+  readonly queue: StreamEntry[] = []
+  readonly key: string
+  last: number
+  lastSeen = performance.now()
+  gone = false
+  wake: (() => void) | undefined
+  constructor (readonly keys: StreamKeys, after: number) {
+    this.key = keys.events
+    this.last = after
+  }
+
+  end (): void {
+    this.gone = true
+    this.wake?.()
+  }
+
+  deliver (entries: StreamEntry[]): void {
+    for (const entry of entries) {
+      if (entry.id <= this.last) continue
+      this.queue.push(entry)
+      this.last = entry.id
+    }
+    if (this.queue.length > 0) this.lastSeen = performance.now()
+    this.wake?.()
+  }
+}
+
+/**
+ * One reader group's lease check, after its reads: followers that saw nothing for `checkMs` ask whether their
+ * producer is alive (at most every `checkMs / 2`); a lapsed lease ends the stream as interrupted.
+ */
+function leaseCheck (commands: RedisConnection, checkMs: number, ttlMs: number): (followers: ReadonlySet<Follower>) => Promise<void> {
+  let lastCheck = 0
+  return async (followers) => {
+    const now = performance.now()
+    if (now - lastCheck < checkMs / 2) return
+    lastCheck = now
+    const checked = new Map<string, Promise<unknown>>()
+    for (const f of followers) {
+      if (now - f.lastSeen < checkMs) continue
+      let outcome = checked.get(f.key)
+      if (outcome === undefined) {
+        outcome = INTERRUPT.run(commands, f.keys.scriptKeys, [ttlMs]).catch(() => 0)
+        checked.set(f.key, outcome)
+      }
+      f.lastSeen = now
+      if (await outcome === -1) f.end()
+    }
+  }
+}
+
+/**
+ * The Redis {@link StreamLog}, on one Redis or a Redis Cluster. Per stream (see streamKeys):
+ * `<prefix>{stream:<shard>}:<id>:events` (a Redis stream, entry ids `0-<n>`, field `p` the payload, `t`
+ * on the terminal event), `:meta` (hash: owner hash, format, state, last, end, cancel flag, the
+ * cancelled/interrupted payloads) and `:lease` (the producing process's token, with a TTL it refreshes
+ * while the run lives). Appends are batched per stream every `flushMs` in one script that also sets the
+ * expiry, one pipeline per shard. Live reads block in one XREAD per reader group: every followed stream
+ * on a single Redis, one shard (on its master's node) in a cluster. Cancels set the flag and are
+ * published on one channel every process subscribes; producers also see the flag when they refresh their
+ * lease. A failover that loses acknowledged writes is repaired by the producer, which writes them again.
+ */
+export function createRedisStreamLog (redis: RedisConnection, options: RedisStreamLogOptions): StreamLog {
+  const ttlMs = options.ttlSeconds * 1000
+  const leaseMs = options.leaseMs ?? 10_000
+  const flushMs = options.flushMs ?? 100
+  const blockMs = Math.min(options.blockMs ?? 5000, leaseMs)
+  const cluster = redis instanceof Cluster ? redis : undefined
+  const perShard = cluster !== undefined || options.readerPerShard === true
+  const token = randomUUID()
+  const logger = options.logger
+  const { retry } = options
+  const run = transientRunner(retry)
+  const producers = new Map<string, LocalStream>()
+  const readers = new Map<number, BlockingStreamReader<StreamEntry, Follower>>()
+  let subscriber: RedisConnection | undefined
+  let subscription: Promise<void> | undefined
+  let subscribed = false
+  let closed = false
+
+  /** Pipelines group by shard in a cluster (one slot each); a single Redis takes one pipeline. */
+  const pipelineGroup = (local: LocalStream): string => cluster === undefined ? '' : String(local.keys.shard)
+
+  const readerFor = (shard: number): BlockingStreamReader<StreamEntry, Follower> => {
+    const group = perShard ? shard : -1
+    let reader = readers.get(group)
+    if (reader === undefined) {
+      reader = new BlockingStreamReader({
+        commands: redis,
+        cluster,
+        connect: (node) => options.connect.reader(node),
+        blockMs,
+        logger,
+        parse: toEntries,
+        afterRound: leaseCheck(redis, leaseMs / 2, ttlMs),
+      }, cluster === undefined ? undefined : calculateSlot(`{stream:${shard}}`))
+      readers.set(group, reader)
+    }
+    return reader
+  }
+
+  /** Subscribes on first use; resolves once the subscription is in place (never rejects; it is retried on every reconnect). */
+  const subscribe = async (): Promise<void> => {
+    subscription ??= new Promise<void>((resolve) => {
+      const conn = options.connect.subscriber()
+      subscriber = conn
+      conn.on('message', (_channel: string, id: string) => {
+        producers.get(id)?.controller.abort(new DOMException('Cancelled', 'AbortError'))
+      })
+      const channel = cancelChannel(options.prefix)
+      const join = (): void => {
+        conn.subscribe(channel).then(() => {
+          subscribed = true
+          resolve()
+        }, () => {})
+      }
+      conn.on('ready', join)
+      if (conn.status === 'ready') join()
+    })
+    await subscription
+  }
+
+  const stopLocal = (local: LocalStream): void => {
+    local.stopped = true
+    producers.delete(local.id)
+    for (const resolve of local.flushWaiters.splice(0)) resolve()
+  }
+
+  const writer = new StreamWriter(redis, { ttlMs, leaseMs, token, flushMs, group: pipelineGroup, stop: stopLocal, logger })
+
+  const refresher = setInterval(() => {
+    const leased = [...producers.values()].filter((local) => local.created && !local.stopped)
+    if (leased.length === 0) return
+    const calls = leased.map((local) => ({ group: pipelineGroup(local), keys: local.keys.scriptKeys, args: [ttlMs, leaseMs, token] }))
+    REFRESH.runPipelined(redis, calls).then((replies) => {
+      for (const [index, local] of leased.entries()) {
+        const answer = replies[index]?.[1]
+        if (answer === 1) local.controller.abort(new DOMException('Cancelled', 'AbortError'))
+        if (answer === -1 && local.flushed === local.buffer.lastId) stopLocal(local)
+        // Gone while running (a failover lost it, or it outlived an outage): the next write creates it again.
+        if (answer === -2) writer.mark(local, true)
+      }
+    }, () => {})
+  }, leaseMs / 3)
+  refresher.unref()
+
+  return {
+    async start (id, startOptions: StreamStartOptions) {
+      if (closed) throw new Error('Stream log is closed')
+      const joined = subscribe()
+      const local: LocalStream = {
+        id,
+        keys: streamKeys(options.prefix, id),
+        buffer: new EventBuffer(),
+        controller: new AbortController(),
+        header: [hashKey(startOptions.owner), startOptions.format, startOptions.cancelledPayload, startOptions.interruptedPayload],
+        created: false,
+        flushed: 0,
+        inFlight: false,
+        stopped: false,
+        flushWaiters: [],
+      }
+      producers.set(id, local)
+      // The stream is created by a write at once, in one pipeline with every other stream started meanwhile.
+      // While Redis is down the attempt fails fast and is retried: the live client still gets its stream.
+      await new Promise<void>((resolve) => {
+        local.flushWaiters.push(resolve)
+        writer.mark(local, true)
+      })
+      // The first stream of the process waits (a little) for the cancel subscription, so that a cancel sent
+      // at once through another replica reaches it; not while Redis is down (the first write failed).
+      if (!subscribed && local.created) await Promise.race([joined, sleep(1000)])
+      const producer: StreamProducer = {
+        id,
+        cancelSignal: local.controller.signal,
+        append (payload) {
+          const eventId = local.buffer.push(payload, false)
+          writer.mark(local)
+          return eventId
+        },
+        async finish (payload) {
+          if (local.buffer.push(payload, true) < 0) return
+          // Resolves after the next write attempt that carries the terminal event (retried while Redis is down).
+          await new Promise<void>((resolve) => {
+            local.flushWaiters.push(resolve)
+            writer.mark(local)
+          })
+        },
+        follow: (after, signal) => local.buffer.read(after, signal),
+      }
+      return producer
+    },
+
+    async info (id, owner): Promise<StreamInfo | null> {
+      const keys = streamKeys(options.prefix, id)
+      const [ownerHash, format, state, last, end] = await run(async () => await redis.hmget(keys.meta, 'owner', 'format', 'state', 'last', 'end'))
+      if (ownerHash === null || ownerHash !== hashKey(owner)) return null
+      return {
+        format: format ?? '',
+        state: state === 'finished' ? 'finished' : 'running',
+        lastId: Number(last ?? 0),
+        ...(end === null ? {} : { endId: Number(end) }),
+      }
+    },
+
+    async * read (id, after, signal) {
+      const keys = streamKeys(options.prefix, id)
+      let cursor = after
+      // Replay from the command connection, page by page.
+      for (;;) {
+        const from = cursor
+        const page = toEntries(await run(async () => await redis.xrange(keys.events, `(0-${from}`, '+', 'COUNT', 500)))
+        for (const entry of page) {
+          if (signal?.aborted === true) return
+          yield entry
+          cursor = entry.id
+          if (entry.terminal) return
+        }
+        if (page.length < 500) break
+      }
+      // Unknown, expired, or read from its terminal id on: nothing will follow.
+      const [state, end] = await run(async () => await redis.hmget(keys.meta, 'state', 'end'))
+      if (state === null || (end !== null && cursor >= Number(end))) return
+      // Then follow on the group's blocking connection.
+      const reader = readerFor(keys.shard)
+      const follower = new Follower(keys, cursor)
+      const onAbort = (): void => follower.wake?.()
+      signal?.addEventListener('abort', onAbort, { once: true })
+      reader.add(follower)
+      try {
+        while (signal?.aborted !== true && !follower.gone) {
+          const entry = follower.queue.shift()
+          if (entry === undefined) {
+            await new Promise<void>((resolve) => { follower.wake = resolve })
+            follower.wake = undefined
+            continue
+          }
+          yield entry
+          if (entry.terminal) return
+        }
+      } finally {
+        reader.delete(follower)
+        signal?.removeEventListener('abort', onAbort)
+      }
+    },
+
+    async cancel (id, owner): Promise<CancelOutcome> {
+      const keys = streamKeys(options.prefix, id)
+      const nonce = uniqueNonce()
+      const outcome = await run(async () => await CANCEL.run(redis, keys.scriptKeys, [hashKey(owner), ttlMs, nonce]))
+      if (outcome === 0) return 'unknown'
+      if (outcome === 1) return 'finished'
+      if (outcome === 2) {
+        const local = producers.get(id)
+        if (local !== undefined) local.controller.abort(new DOMException('Cancelled', 'AbortError'))
+        else await redis.publish(cancelChannel(options.prefix), id)
+      }
+      return 'cancelled'
+    },
+
+    async close () {
+      closed = true
+      for (const reader of readers.values()) reader.close()
+      readers.clear()
+      subscriber?.disconnect()
+      // Running producers stop writing and refreshing their leases: to readers elsewhere, this process died.
+      clearInterval(refresher)
+      writer.close()
+      for (const local of [...producers.values()]) stopLocal(local)
+    },
+  }
+}
