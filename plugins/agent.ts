@@ -129,7 +129,12 @@ function createAgent (app: FastifyInstance) {
      */
     async stream (
       request: FastifyRequest, reply: FastifyReply, spec: RunSpec | { continuation: Continuation }, format: StreamFormat,
-      options: { resumable?: StreamLayout, onOpen?: (streamId: string) => Promise<void> } = {}
+      options: {
+        resumable?: StreamLayout
+        onOpen?: (streamId: string) => Promise<void>
+        /** A continuation's answered calls in the model's order, once claimed (before any payload). */
+        onAnswered?: (answered: Array<{ toolCallId: string, approved: boolean }>) => void
+      } = {}
     ): Promise<void> {
       app.llm.limiter.assertAvailable()
       // Prepared before the stream opens: a session store that is down is a plain 503.
@@ -138,6 +143,13 @@ function createAgent (app: FastifyInstance) {
       const run = 'continuation' in spec
         ? await service.prepareContinuation(context, spec.continuation, format.name)
         : await service.prepare(context, spec, format.name)
+      if (run.decisions !== undefined) {
+        const decisions = run.decisions
+        options.onAnswered?.(run.state.pending.flatMap((call) => {
+          const decision = decisions.get(call.id)
+          return decision === undefined ? [] : [{ toolCallId: call.id, approved: decision.approved }]
+        }))
+      }
       const usage = new UsageTally(run.state.usage)
       if (options.resumable !== undefined) {
         const opened = await app.resumable.open(request, reply, format, options.resumable)

@@ -139,7 +139,8 @@ export function requestKind (
   const answers = body.approvals !== undefined
   const conversation = body[field] !== undefined
   if (answers && conversation) throw invalid(['body', 'approvals'], `Send either \`${field}\` or \`approvals\`, not both`)
-  if (!answers && !conversation) throw invalid(['body', field], `\`${field}\` is required (or \`approvals\` to answer pending approvals)`)
+  // As the schema would say it, had the conversation no alternative.
+  if (!answers && !conversation) throw new RequestValidationError([{ loc: ['body', field], msg: 'Field required', type: 'missing' }])
   if (!answers) return 'conversation'
   const extra = fixed.filter((name) => body[name] !== undefined && body[name] !== null)
   if (extra.length > 0) {

@@ -142,6 +142,8 @@ export function createAgentService (ports: AgentPorts) {
     if (run !== null) {
       const expired = run.approvals.every((approval) => approval.expiresAt <= now)
       if (!expired) for (const approval of run.approvals) approvals.decided?.(approval.tool, 'superseded')
+      // A client-held conversation (UI) carries the waiting calls itself, answered as not run.
+      if (spec.memory === undefined) return spec
       results = supersededResults(run, now)
     } else {
       results = danglingResults(history)

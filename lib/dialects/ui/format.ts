@@ -36,7 +36,7 @@ export interface UiMessageStreamOptions {
    * A continuation of a turn paused for approval (README "Tool approval"): its answered calls in the model's
    * order. Their outputs (or `tool-output-denied`) come first, right after `start`, without input chunks.
    */
-  answered?: ReadonlyArray<{ toolCallId: string, approved: boolean }>
+  answered?: ReadonlyArray<{ toolCallId: string, approved: boolean }> | (() => ReadonlyArray<{ toolCallId: string, approved: boolean }>)
 }
 
 /**
@@ -52,14 +52,24 @@ export function createUiMessageStream (options: UiMessageStreamOptions): StreamF
   let stepEnding = false
   let textId: string | undefined
   // A continuation's answered calls: approved outputs wait here until all ran, then go out in the model's order.
-  const answered = new Map((options.answered ?? []).map((call) => [call.toolCallId, call.approved]))
+  // Read at the first payload: a continuation's calls are known once its answers are claimed.
+  let answered = new Map<string, boolean>()
+  let answersRead = false
   const outputs = new Map<string, UiChunk>()
-  let answersSent = answered.size === 0
+  let answersSent = false
+  function readAnswers (): void {
+    if (answersRead) return
+    answersRead = true
+    const list = typeof options.answered === 'function' ? options.answered() : options.answered ?? []
+    answered = new Map(list.map((call) => [call.toolCallId, call.approved]))
+    answersSent = answered.size === 0
+  }
 
   const chunk = (value: UiChunk): string => JSON.stringify(value)
 
   /** Sends the answered calls' chunks once every approved one has its output (or now, `force`: the run ended). */
   function sendAnswers (out: string[], force = false): void {
+    readAnswers()
     if (answersSent) return
     const approved = [...answered.values()].filter(Boolean).length
     if (!force && outputs.size < approved) return
@@ -109,6 +119,7 @@ export function createUiMessageStream (options: UiMessageStreamOptions): StreamF
     name: 'ui',
     event (event: AgentEvent) {
       const out: string[] = []
+      readAnswers()
       if (!answersSent && (event.type === 'tool_call' || event.type === 'tool_result') && answered.has(event.callId)) {
         // An approved call of the continued turn: its input is on the client already; its output goes out in order.
         if (event.type === 'tool_result') {
