@@ -70,7 +70,7 @@ test('deny with a reason: tool-output-denied, the model reads the denial; a chan
   const paused = await readUiStream(await postJson(base + PATH, { id: 'chat-raw', messages: [{ id: 'u1', role: 'user', parts: [{ type: 'text', text: 'mail Carol' }] }] }))
   t.same(paused.chunks.map((c) => c.type).filter((type) => !type.startsWith('text')), ['start', 'start-step', 'tool-input-available', 'tool-approval-request', 'finish-step', 'finish'])
   for (const chunk of paused.chunks) t.equal(await chunkError(chunk), undefined, `${chunk.type} passes the ai schema`)
-  const request = paused.chunks.find((c) => c.type === 'tool-approval-request') as { approvalId: string, toolCallId: string }
+  const request = paused.chunks.find((c) => c.type === 'tool-approval-request') as unknown as { approvalId: string, toolCallId: string }
   const assistant = {
     id: 'a1',
     role: 'assistant',
