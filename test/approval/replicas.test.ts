@@ -1,19 +1,20 @@
-// Tool approval with Redis across processes: a run paused on one replica continues on another and after every
-// process was killed and restarted; two continuations racing on two replicas: exactly one goes on, the tool runs once.
+// Tool approval with Redis across processes: a run paused on one process continues after every process was killed
+// and restarted (test/approval/replicas-race.test.ts races two replicas).
 import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
 import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { test, type Test } from 'tap'
+import tap, { test, type Test } from 'tap'
 import { startFakeAnthropic } from '../fake-anthropic/server.js'
 import { ROOMY_LIMITS } from '../helpers/agent.js'
-import { countingTool, type PendingApprovalJson } from '../helpers/approval.js'
-import { buildTestApp } from '../helpers/app.js'
-import { fakeEnv, listen, postJson } from '../helpers/fake-app.js'
+import type { PendingApprovalJson } from '../helpers/approval.js'
+import { fakeEnv, postJson } from '../helpers/fake-app.js'
 import { requireRedis } from '../helpers/redis.js'
-import { readSse } from '../helpers/sse-client.js'
+
+// Two TypeScript child processes start one after the other: on a loaded machine this file needs more than the default budget.
+tap.setTimeout(600_000)
 
 const fixture = fileURLToPath(new URL('../fixtures/approval-server.ts', import.meta.url))
 
@@ -93,29 +94,4 @@ test('a run paused on one process continues after every process was killed and r
   const again = await postJson(second.base + '/chat', { session_id: paused.session_id, approvals: [{ id: paused.pending_approvals[0]?.id, approved: true }] })
   t.same([again.status, await again.json()], [409, { detail: 'Approval already answered' }])
   t.equal(runs().length, 1)
-})
-
-test('two replicas on one Redis: two continuations racing, one per replica, exactly one goes on (agent stream)', async (t) => {
-  const ready = await setup(t)
-  if (ready === null) return
-  const { fake, env } = ready
-  // Two app instances in this process on one Redis (as the scale-out suite), sharing one counting tool.
-  const mail = countingTool()
-  const replicas = await Promise.all([0, 1].map(async () => {
-    const { app } = await buildTestApp(t, env)
-    app.tools.setSource('mcp:mail', [mail.tool])
-    return await listen(t, app)
-  }))
-  const [a, b] = replicas as [string, string]
-  for (let round = 0; round < 10; round++) {
-    fake.enqueue({ kind: 'tool_use', tools: [{ name: 'mail__send', input: { to: `r${round}` } }] })
-    const paused = await readSse(await postJson(a + '/api/v1/agent/stream', { messages: [{ role: 'user', content: 'mail' }] }))
-    const approval = paused.events.map((e) => JSON.parse(e) as { type: string, data: PendingApprovalJson }).find((e) => e.type === 'approval_required')
-    fake.enqueue({ kind: 'text', text: 'Sent.' })
-    const body = { approvals: [{ id: approval?.data.id, approved: true }] }
-    const [x, y] = await Promise.all([postJson(a + '/api/v1/agent/stream', body), postJson(b + '/api/v1/agent/stream', body)])
-    t.same([x.status, y.status].sort(), [200, 409], `round ${round}: one 200, one 409`)
-    await Promise.all([x.text(), y.text()])
-    t.equal(mail.runs.length, round + 1, `round ${round}: the tool ran once`)
-  }
 })
