@@ -18,11 +18,13 @@ import agentPlugin from './plugins/agent.js'
 import type { LLMProvider } from './lib/llm/types.js'
 import metricsPlugin from './plugins/metrics.js'
 import runHooksPlugin from './plugins/run-hooks.js'
+import tracingPlugin from './plugins/tracing.js'
 import authPlugin from './plugins/auth.js'
 import rateLimitPlugin from './plugins/rate-limit.js'
+import budgetsPlugin from './plugins/budgets.js'
 import { unversionedErrors } from './lib/dialects/session/errors.js'
 import { createErrorHandler } from './lib/http/errors.js'
-import { arrayLengthGuard, maxTotalCharsKeyword } from './lib/validation.js'
+import { arrayLengthGuard, maxTotalCharsKeyword } from './lib/input/validation.js'
 import { BODY_LIMIT_BYTES } from './schemas/chat.js'
 import unversionedLayout from './routes/unversioned.js'
 import versionedLayout from './routes/api/versioned.js'
@@ -134,10 +136,13 @@ export async function buildApp (options: BuildAppOptions = {}) {
   // docs routes come after all of them (they are marked open).
   await app.register(runHooksPlugin)
   await app.register(metricsPlugin)
+  // Right after metrics: a request's server span starts before CORS, auth or the rate limit can answer it.
+  await app.register(tracingPlugin, { env: options.env })
   await app.register(corsPlugin)
   await app.register(storesPlugin, { overrides: options.stores })
   await app.register(authPlugin)
   await app.register(rateLimitPlugin)
+  await app.register(budgetsPlugin)
   await app.register(docsPlugin)
   await app.register(toolsPlugin)
   await app.register(llmPlugin, options.provider ? { provider: options.provider } : {})

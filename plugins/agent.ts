@@ -1,7 +1,7 @@
 // Agent plugin: Fastify glue of the agent service (lib/agent/service.ts): a request's run context and its SSE or stream-log sink.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { createAgentService, type Continuation, type EventSink, type RunContext } from '../lib/agent/service.js'
+import { createAgentService, type Continuation, type EventSink, type PreparedRun, type RunContext } from '../lib/agent/service.js'
 import type { ApprovalRecord } from '../lib/stores/run-store.js'
 import type { AgentResult } from '../lib/agent/run.js'
 import type { RunSpec } from '../lib/agent/spec.js'
@@ -20,6 +20,89 @@ function disconnectSignal (request: FastifyRequest, reply: FastifyReply): AbortS
   reply.raw.once('close', () => { if (!reply.raw.writableEnded) controller.abort() })
   request.raw.once('aborted', () => controller.abort())
   return controller.signal
+}
+
+/**
+ * The first model call of a run, as its hooks see it: `admitted` resolves once a call passed every hook's
+ * start (budgets reserved it) and rejects with the refusal when the first one was refused.
+ */
+function watchFirstCall (run: PreparedRun): Promise<void> {
+  const observer = run.observer
+  const hooks = observer?.model
+  if (observer === undefined || hooks === undefined) return Promise.resolve()
+  let admit: () => void = () => {}
+  let refuse: (error: unknown) => void = () => {}
+  const admitted = new Promise<void>((resolve, reject) => { admit = resolve; refuse = reject })
+  // Nobody may be waiting any more (the run ended first): a refusal must not go unhandled.
+  admitted.catch(() => {})
+  run.observer = {
+    ...observer,
+    end: (result) => observer.end(result),
+    ...(observer.toolCall === undefined ? {} : { toolCall: (call) => observer.toolCall?.(call) }),
+    model: {
+      async start (target, request) {
+        try {
+          const started = await hooks.start(target, request)
+          admit()
+          return started
+        } catch (error) {
+          refuse(error)
+          throw error
+        }
+      },
+    },
+  }
+  return admitted
+}
+
+/**
+ * A sink that holds the run's payloads until the stream is opened (its first model call admitted), then
+ * passes them on; `signal` aborts when the client leaves before that, or when the opened sink's signal does.
+ */
+function deferredSink (request: FastifyRequest, reply: FastifyReply) {
+  const controller = new AbortController()
+  const early = disconnectSignal(request, reply)
+  const onEarlyAbort = (): void => { controller.abort(early.reason) }
+  early.addEventListener('abort', onEarlyAbort, { once: true })
+  let target: EventSink | undefined
+  const held: string[] = []
+  let ending: readonly string[] | undefined
+  let closed = false
+  const sink: EventSink = {
+    get logAfterResponse () { return target?.logAfterResponse ?? true },
+    signal: controller.signal,
+    send: (payload) => {
+      if (target !== undefined) return target.send(payload)
+      held.push(payload)
+      return undefined
+    },
+    end: async (payloads) => {
+      if (target !== undefined) {
+        await target.end(payloads)
+        return
+      }
+      ending = payloads
+    },
+    abortMessage: () => target?.abortMessage(),
+    close: () => {
+      closed = true
+      target?.close()
+    },
+  }
+  return {
+    sink,
+    /** Opens the real sink and hands it what was held (the ending too, when the run is over). */
+    async open (opened: EventSink): Promise<void> {
+      early.removeEventListener('abort', onEarlyAbort)
+      if (opened.signal.aborted) controller.abort(opened.signal.reason)
+      else opened.signal.addEventListener('abort', () => { controller.abort(opened.signal.reason) }, { once: true })
+      // In order: what the run sends meanwhile is held too, until nothing is left.
+      while (held.length > 0) await opened.send(held.shift() as string)
+      target = opened
+      if (ending !== undefined) await opened.end(ending)
+      if (closed) opened.close()
+    },
+  }
 }
 
 /** A request's run context; `signal` is what stops the run. */
@@ -103,6 +186,25 @@ function createAgent (app: FastifyInstance) {
         },
   })
 
+  /** Opens the response's stream: a resumable stream's log, or the client's own SSE response. */
+  async function openSink (
+    request: FastifyRequest, reply: FastifyReply, format: StreamFormat, usage: UsageTally,
+    options: { resumable?: StreamLayout, onOpen?: (streamId: string) => Promise<void> }
+  ): Promise<{ sink: EventSink, followed: Promise<void> }> {
+    if (options.resumable !== undefined) {
+      const opened = await app.resumable.open(request, reply, format, options.resumable)
+      // What the route files the stream under (a UI chat's id), before the run can end.
+      await options.onOpen?.(opened.id).catch((error: unknown) => request.log.error({ err: error }, 'recording the stream failed'))
+      return { sink: logSink(opened), followed: opened.followed }
+    }
+    const sse = openSseStream(request, reply, {
+      heartbeatMs: config.SSE_HEARTBEAT_SECONDS * 1000,
+      registry: app.streams,
+      formatError: (message) => format.error(message, usage.report()),
+    })
+    return { sink: clientSink(sse), followed: Promise.resolve() }
+  }
+
   return {
     service,
 
@@ -117,9 +219,12 @@ function createAgent (app: FastifyInstance) {
       request: FastifyRequest, reply: FastifyReply, spec: RunSpec | { continuation: Continuation }, dialect = 'json'
     ): Promise<AgentResult & { approvals: ApprovalRecord[] }> {
       const context = contextOf(request, reply, disconnectSignal(request, reply))
-      return 'continuation' in spec
+      const result = 'continuation' in spec
         ? await service.continueJson(context, spec.continuation, dialect)
         : await service.json(context, spec, dialect)
+      // Sent after settlement: `remaining` counts this request's real usage.
+      reply.headers(await app.budgets.headers(request.identity, request.id))
+      return result
     },
 
     /**
@@ -151,20 +256,28 @@ function createAgent (app: FastifyInstance) {
         }))
       }
       const usage = new UsageTally(run.state.usage)
-      if (options.resumable !== undefined) {
-        const opened = await app.resumable.open(request, reply, format, options.resumable)
-        // What the route files the stream under (a UI chat's id), before the run can end.
-        await options.onOpen?.(opened.id).catch((error: unknown) => request.log.error({ err: error }, 'recording the stream failed'))
-        await service.stream(contextOf(request, reply, opened.signal), run, format, logSink(opened))
+      // The first model call is admitted (budgets) before any byte: a refusal is a plain HTTP error, except on
+      // the UI route, whose protocol ends its 200 stream with an error chunk instead.
+      if (format.name !== 'ui') {
+        const admitted = watchFirstCall(run)
+        const deferred = deferredSink(request, reply)
+        const pumping = service.stream(contextOf(request, reply, deferred.sink.signal), run, format, deferred.sink)
+        const first = await Promise.race([admitted.then(() => 'admitted' as const, (error: unknown) => error), pumping.then(() => 'ended' as const)])
+        if (first !== 'admitted' && first !== 'ended') {
+          await pumping
+          throw first
+        }
+        reply.headers(await app.budgets.headers(request.identity, request.id))
+        const opened = await openSink(request, reply, format, usage, options)
+        await deferred.open(opened.sink)
+        await pumping
         await opened.followed
         return
       }
-      const sse = openSseStream(request, reply, {
-        heartbeatMs: config.SSE_HEARTBEAT_SECONDS * 1000,
-        registry: app.streams,
-        formatError: (message) => format.error(message, usage.report()),
-      })
-      await service.stream(contextOf(request, reply, sse.signal), run, format, clientSink(sse))
+      reply.headers(await app.budgets.headers(request.identity, request.id))
+      const opened = await openSink(request, reply, format, usage, options)
+      await service.stream(contextOf(request, reply, opened.sink.signal), run, format, opened.sink)
+      await opened.followed
     },
   }
 }
@@ -178,4 +291,4 @@ declare module 'fastify' {
 
 export default fp(async (app) => {
   app.decorate('agent', createAgent(app))
-}, { name: 'agent', dependencies: ['config', 'stores', 'metrics', 'tools', 'llm', 'streams', 'auth', 'resumable', 'run-hooks'], fastify: '5.x' })
+}, { name: 'agent', dependencies: ['config', 'stores', 'metrics', 'tools', 'llm', 'streams', 'auth', 'resumable', 'run-hooks', 'budgets'], fastify: '5.x' })

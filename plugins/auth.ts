@@ -5,7 +5,8 @@
 import fp from 'fastify-plugin'
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { FastifyRequest } from 'fastify'
-import { HttpError } from '../lib/errors.js'
+import { HttpError } from '../lib/domain/errors.js'
+import { defaultLabel, sha256Digest, type ApiKeyEntry } from '../lib/config/keys-file.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -19,7 +20,19 @@ declare module 'fastify' {
      * (open routes read no key: nothing there is rate limited).
      */
     identity: string
+    /** The label of the caller's key (API_KEYS_FILE, else `key-<sha256 prefix>`); undefined without one. */
+    keyLabel: string | undefined
   }
+  interface FastifyInstance {
+    /** The configured bearer keys: API_KEYS_FILE entries, then API_KEYS' own (by identity). */
+    apiKeys: ApiKeyTable
+  }
+}
+
+/** Every accepted key by the identity it gives its caller (never the key itself). */
+export interface ApiKeyTable {
+  readonly entries: readonly ApiKeyEntry[]
+  byIdentity (identity: string): ApiKeyEntry | undefined
 }
 
 export const INVALID_API_KEY = 'Invalid API Key'
@@ -36,7 +49,7 @@ export function keyIdentity (key: string): string {
   return identityOfDigest(sha256(key))
 }
 
-const identityOfDigest = (digest: Buffer): string => `key:${digest.toString('hex').slice(0, IDENTITY_HASH_LENGTH)}`
+export const identityOfDigest = (digest: Buffer): string => `key:${digest.toString('hex').slice(0, IDENTITY_HASH_LENGTH)}`
 
 /** The token of an `Authorization: Bearer <token>` header (scheme case-insensitive), else undefined. */
 export function bearerToken (header: string | undefined): string | undefined {
@@ -64,19 +77,50 @@ export function createKeyMatcher (keys: readonly string[]) {
   }
 }
 
-export default fp(async (app) => {
-  const { apiKeys } = app.config
-  const authOn = apiKeys.length > 0
-  const identityOfKey = createKeyMatcher(apiKeys)
-  const identityOfBearer = (header: string | undefined): string | undefined => {
-    const bearer = bearerToken(header)
-    return bearer === undefined ? undefined : identityOfKey(bearer)
+/**
+ * The keys of API_KEYS_FILE and API_KEYS as one list: a key in both keeps its file entry; a key only in
+ * API_KEYS gets the default budgets and the label `key-<first 8 hex digits of its SHA-256>`.
+ */
+export function keyTable (fileEntries: readonly ApiKeyEntry[], apiKeys: readonly string[]): ApiKeyTable {
+  const entries = [...fileEntries]
+  const known = new Set(entries.map((entry) => entry.digest.toString('hex')))
+  for (const key of apiKeys) {
+    const digest = sha256Digest(key)
+    if (known.has(digest.toString('hex'))) continue
+    known.add(digest.toString('hex'))
+    entries.push({ label: defaultLabel(digest), digest, budgets: {} })
   }
-  if (!authOn) app.log.warn('API_KEYS is empty: authentication is off, every route is open')
+  const byIdentity = new Map(entries.map((entry) => [identityOfDigest(entry.digest), entry]))
+  return { entries, byIdentity: (identity) => byIdentity.get(identity) }
+}
+
+/** Constant-time lookup of a candidate key among the table's digests: its entry, else undefined. */
+function createEntryMatcher (table: ApiKeyTable) {
+  const digests = table.entries.map((entry) => entry.digest)
+  return (candidate: string): ApiKeyEntry | undefined => {
+    const digest = sha256(candidate)
+    let found = -1
+    // No early exit: every configured key is compared, whichever matches.
+    for (const [index, known] of digests.entries()) if (timingSafeEqual(digest, known)) found = index
+    return found === -1 ? undefined : table.entries[found]
+  }
+}
+
+export default fp(async (app) => {
+  const table = keyTable(app.config.apiKeyEntries, app.config.apiKeys)
+  app.decorate('apiKeys', table)
+  const authOn = table.entries.length > 0
+  const entryOfKey = createEntryMatcher(table)
+  const entryOfBearer = (header: string | undefined): ApiKeyEntry | undefined => {
+    const bearer = bearerToken(header)
+    return bearer === undefined ? undefined : entryOfKey(bearer)
+  }
+  if (!authOn) app.log.warn('API_KEYS and API_KEYS_FILE list no key: authentication is off, every route is open')
 
   const unauthorized = () => new HttpError(401, INVALID_API_KEY, { 'www-authenticate': 'Bearer' })
 
   app.decorateRequest('identity', '')
+  app.decorateRequest('keyLabel', undefined)
 
   // Requests that failed authentication: answered 401 in preParsing, after the rate limit's onRequest
   // hook has counted them against the client IP's window (key guessing is throttled like any traffic).
@@ -91,9 +135,10 @@ export default fp(async (app) => {
       done()
       return
     }
-    const bearerIdentity = identityOfBearer(request.headers.authorization)
-    if (bearerIdentity !== undefined) {
-      request.identity = bearerIdentity
+    const entry = entryOfBearer(request.headers.authorization)
+    if (entry !== undefined) {
+      request.identity = identityOfDigest(entry.digest)
+      request.keyLabel = entry.label
     } else {
       // DECISIONS 7: a protected route without a configured bearer key is refused; an X-API-Key alone does
       // not authenticate (nor, being refused, name a rate-limit identity).

@@ -132,9 +132,23 @@ export function createMetrics (options: CreateMetricsOptions = {}) {
     help: 'Rate-limit store failures (Redis unreachable), per process; such requests are counted in this process\'s own window instead',
     registers,
   })
+  const llmCost = new Counter({
+    name: 'agent_llm_cost_usd_total',
+    help: 'USD of settled model calls at their model\'s prices, by model and key label (- without auth)',
+    labelNames: ['model', 'key'] as const,
+    registers,
+  })
+  const budgetRefusals = new Counter({
+    name: 'agent_budget_refusals_total',
+    help: 'Model calls refused by a budget, by key label (- without auth) and budget (tokens_per_minute, usd_per_day, usd_per_month)',
+    labelNames: ['key', 'budget'] as const,
+    registers,
+  })
 
   return {
     registry,
+    llmCost,
+    budgetRefusals,
     requests,
     requestLatency,
     activeSessions,
@@ -191,7 +205,8 @@ export default fp(async (app) => {
     onSourceError: (error) => { app.log.warn({ err: error }, 'active sessions source failed; gauge keeps its last value') },
   })
   app.decorate('metrics', metrics)
-  app.runHooks.add(createMetricsHooks(metrics))
+  // Runs feed the model-call, tool and token metrics through the run hooks (absent when an app registers metrics alone).
+  if (app.hasDecorator('runHooks')) app.runHooks.add(createMetricsHooks(metrics))
 
   app.lifecycle.onResponseClosed((reply) => {
     const { request } = reply
@@ -201,4 +216,4 @@ export default fp(async (app) => {
   app.addHook('onClose', async () => {
     metrics.registry.clear()
   })
-}, { name: 'metrics', dependencies: ['lifecycle', 'run-hooks'], fastify: '5.x' })
+}, { name: 'metrics', dependencies: ['lifecycle'], fastify: '5.x' })

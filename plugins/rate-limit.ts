@@ -12,7 +12,7 @@
 import fp from 'fastify-plugin'
 import { normalizeIP } from '@fastify/rate-limit'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { HttpError } from '../lib/errors.js'
+import { HttpError } from '../lib/domain/errors.js'
 import type { RateLimitHit } from '../lib/stores/types.js'
 import { endpointLabel } from './metrics.js'
 import { isOpenRoute } from './auth.js'

@@ -27,6 +27,8 @@ function logRequest (reply: FastifyReply): void {
     duration_s: Math.round(reply.elapsedTime) / 1000,
     client: request.ip,
   }
+  // An authenticated caller is named by its key's label, never the key.
+  if (request.keyLabel !== undefined) line['key'] = request.keyLabel
   if (!reply.raw.writableEnded) line['aborted'] = true
   request.log.info(line, `${method} ${path} ${status}`)
 }

@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto'
 import fp from 'fastify-plugin'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { HttpError } from '../lib/errors.js'
+import { HttpError } from '../lib/domain/errors.js'
 import { openSseStream, type SseWriter } from '../lib/http/sse.js'
 import type { StreamEntry, StreamProducer } from '../lib/stores/stream-log.js'
 import type { StreamFormat } from '../lib/agent/stream-format.js'

@@ -1,6 +1,6 @@
 // GET and DELETE /sessions/{id}: a caller's own conversation memory (DECISIONS section 5).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { HttpError, sessionStoreDown } from '../lib/errors.js'
+import { HttpError, sessionStoreDown } from '../lib/domain/errors.js'
 import { SessionHistory, SessionParams } from '../schemas/chat.js'
 import { commonErrorResponses, DetailError } from '../schemas/common.js'
 

@@ -1,7 +1,7 @@
 // GET <prefix>/streams/{id} (resume a resumable stream) and POST <prefix>/streams/{id}/cancel, in either layout.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { HttpError } from '../lib/errors.js'
+import { HttpError } from '../lib/domain/errors.js'
 import { openSseStream } from '../lib/http/sse.js'
 import { parseEventId } from '../lib/stores/stream-log.js'
 import { streamStoreDown, type StreamLayout } from '../plugins/resumable.js'

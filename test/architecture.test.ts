@@ -1,18 +1,42 @@
-// The layers of the code map (README): schemas < lib < lib/http < plugins < routes; no module imports a higher
-// layer, and only the two layout scopes import route modules (to register them).
+// The layers of the code map (README): schemas < lib (its folders in their own order) < lib/http < plugins < routes.
+// No module imports a higher layer, no module inside lib sits outside a named folder, no import cycle inside lib,
+// and only the route scopes import route modules (to register them).
 import { readFileSync, readdirSync, statSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { test } from 'tap'
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..')
-const LAYERS = ['schemas', 'lib', 'lib/http', 'plugins', 'routes'] as const
-const LAYOUT_SCOPES = new Set(['routes/unversioned.ts', 'routes/api/versioned.ts'])
 
-function layerOf (file: string): number {
-  if (file.startsWith('lib/http/')) return LAYERS.indexOf('lib/http')
-  const top = file.split('/')[0] as string
-  return LAYERS.indexOf(top as typeof LAYERS[number])
+/**
+ * Lowest first. Folders on one line are peers: neither may import the other. lib's order: the domain's own types and
+ * errors; input checks; tools; the model providers; stores; settings (they read the provider table and Redis URLs);
+ * the agent runner; the wire dialects; what plugs into runs as hooks (budgets, traces); the HTTP helpers.
+ */
+const LAYERS: ReadonlyArray<readonly string[]> = [
+  ['schemas'],
+  ['lib/domain'],
+  ['lib/input'],
+  ['lib/tools'],
+  ['lib/llm'],
+  ['lib/stores'],
+  ['lib/config'],
+  ['lib/agent'],
+  ['lib/dialects'],
+  ['lib/budgets', 'lib/telemetry'],
+  ['lib/http'],
+  ['plugins'],
+  ['routes'],
+]
+const LAYOUT_SCOPES = new Set(['routes/unversioned.ts', 'routes/api/versioned.ts', 'routes/v1/scope.ts'])
+
+/** The layer folder a file belongs to, or undefined when it is in none. */
+function folderOf (file: string): string | undefined {
+  return LAYERS.flat().filter((folder) => file.startsWith(folder + '/')).sort((a, b) => b.length - a.length)[0]
+}
+
+function rankOf (folder: string): number {
+  return LAYERS.findIndex((layer) => layer.includes(folder))
 }
 
 function sources (dir: string): string[] {
@@ -30,19 +54,44 @@ function importsOf (file: string): string[] {
   return specifiers.map((specifier) => relative(root, resolve(join(root, dirname(file)), specifier)).replace(/\.js$/, '.ts'))
 }
 
-test('no module imports a higher layer; no route imports a route', async (t) => {
-  const files = ['schemas', 'lib', 'plugins', 'routes'].flatMap(sources)
-  t.ok(files.length > 40, 'the tree was read')
+const files = ['schemas', 'lib', 'plugins', 'routes'].flatMap(sources)
+
+test('every module of lib sits in a named folder', async (t) => {
+  t.ok(files.length > 60, 'the tree was read')
+  t.same(files.filter((file) => folderOf(file) === undefined), [], 'modules outside the layers')
+})
+
+test('no module imports a higher layer or a peer; no route imports a route', async (t) => {
   const upward: string[] = []
   const routeToRoute: string[] = []
   for (const file of files) {
+    const from = folderOf(file)
+    if (from === undefined) continue
     for (const target of importsOf(file)) {
-      const targetLayer = layerOf(target)
-      if (targetLayer === -1) continue
-      if (targetLayer > layerOf(file)) upward.push(`${file} -> ${target}`)
+      const to = folderOf(target)
+      if (to === undefined || to === from) continue
+      if (rankOf(to) >= rankOf(from)) upward.push(`${file} -> ${target}`)
       if (file.startsWith('routes/') && target.startsWith('routes/') && !LAYOUT_SCOPES.has(file)) routeToRoute.push(`${file} -> ${target}`)
     }
   }
-  t.same(upward, [], 'imports that run up a layer')
+  t.same(upward, [], 'imports that run up a layer or across to a peer')
   t.same(routeToRoute, [], 'routes importing routes')
+})
+
+test('no import cycle inside lib', async (t) => {
+  const graph = new Map(files.filter((file) => file.startsWith('lib/')).map((file) => [file, importsOf(file).filter((target) => target.startsWith('lib/'))]))
+  const cycles: string[] = []
+  const done = new Set<string>()
+  const path: string[] = []
+  const visit = (file: string): void => {
+    const at = path.indexOf(file)
+    if (at !== -1) { cycles.push([...path.slice(at), file].join(' -> ')); return }
+    if (done.has(file)) return
+    path.push(file)
+    for (const target of graph.get(file) ?? []) visit(target)
+    path.pop()
+    done.add(file)
+  }
+  for (const file of graph.keys()) visit(file)
+  t.same(cycles, [], 'import cycles')
 })

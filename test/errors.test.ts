@@ -1,6 +1,6 @@
 import { test } from 'tap'
 import type { FastifyPluginAsync } from 'fastify'
-import { AgentError, HttpError, LLMServiceError } from '../lib/errors.js'
+import { AgentError, HttpError, LLMServiceError } from '../lib/domain/errors.js'
 import { buildTestApp } from './helpers/app.js'
 
 const throwers: Record<string, () => Error> = {

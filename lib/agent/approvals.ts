@@ -1,9 +1,9 @@
 // Tool approval without HTTP (README "Tool approval"): issuing a pause's approvals, and checking and claiming a continuation's answers.
 import { randomBytes } from 'node:crypto'
-import { HttpError } from '../errors.js'
-import type { ToolResultBlock } from '../llm/types.js'
+import { HttpError } from '../domain/errors.js'
+import type { ToolResultBlock } from '../domain/types.js'
 import type { ApprovalFamily, ApprovalRecord, PausedRun, RunStore } from '../stores/run-store.js'
-import { RequestValidationError } from '../validation.js'
+import { RequestValidationError } from '../input/validation.js'
 import type { ApprovalDecision } from './run.js'
 import type { RunState } from './state.js'
 

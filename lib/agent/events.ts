@@ -1,15 +1,4 @@
 // Typed events of an agent run (SPEC section 6.2, DECISIONS sections 6 and 13): what every stream format reads.
-import type { Usage } from '../llm/types.js'
-
-/** Where a usage figure comes from (DECISIONS section 13). */
-export type UsageSource = 'provider' | 'partial' | 'estimated'
-
-/** The usage a stream reports before its terminal event. */
-export interface UsageReport extends Usage {
-  /** The model that answered (as clients name it). */
-  model: string
-  source: UsageSource
-}
 
 /**
  * One event of a run. `tool_call`, `tool_result` and `token` carry SPEC's `{type, data}`; the rest of

@@ -1,8 +1,8 @@
 // Run hooks: the one interface for everything measured or enforced around a run (metrics, budgets, traces).
 import type { ModelCallHooks, ModelCallObserver } from '../llm/hooks.js'
 import { composeModelCallObservers } from '../llm/hooks.js'
-import type { Usage } from '../llm/types.js'
-import type { UsageSource } from './events.js'
+import type { Usage } from '../domain/types.js'
+import type { UsageSource } from '../domain/types.js'
 
 /** Who runs what, as the hooks see it when a run starts. */
 export interface RunInfo {
@@ -56,6 +56,8 @@ export interface ToolCallEnd {
 }
 
 export interface ToolCallObserver {
+  /** Added to the call's request metadata (an MCP `tools/call`'s `params._meta`: the tool span's `traceparent`). */
+  readonly meta?: Readonly<Record<string, string>> | undefined
   end (result: ToolCallEnd): void
 }
 
@@ -101,7 +103,9 @@ export function composeRunHooks (hooks: readonly RunHooks[]): RunHooks {
         model,
         toolCall (call) {
           const tools = observers.flatMap((observer) => observer.toolCall?.(call) ?? [])
-          return tools.length === 0 ? undefined : { end: (result) => { for (const tool of tools) tool.end(result) } }
+          if (tools.length <= 1) return tools[0]
+          const meta = Object.assign({}, ...tools.map((tool) => tool.meta ?? {})) as Record<string, string>
+          return { meta, end: (result) => { for (const tool of tools) tool.end(result) } }
         },
         async end (result) { for (const observer of observers) await observer.end(result) },
       }

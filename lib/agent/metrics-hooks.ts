@@ -1,6 +1,6 @@
 // The run hooks of the Prometheus metrics: model-call durations and time to first output, tool calls, tokens by model.
 import type { CallOutcome } from '../llm/hooks.js'
-import type { Usage } from '../llm/types.js'
+import type { Usage } from '../domain/types.js'
 import type { RunHooks } from './hooks.js'
 
 /** The metrics these hooks feed (prom-client counters and histograms fit). */

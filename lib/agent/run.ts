@@ -1,9 +1,10 @@
 // The agent loop in steps: call the model, run the tools it asks for, until it answers or a call must wait.
-import { AgentError } from '../errors.js'
+import { AgentError } from '../domain/errors.js'
 import { throwIfAborted } from '../llm/abort.js'
 import { cutCallUsage } from '../llm/tokens.js'
-import type { LLMProvider, ModelRequest, ModelResponse, ToolResultBlock, ToolSpec, Usage } from '../llm/types.js'
-import type { ToolResult } from '../tools/registry.js'
+import type { LLMProvider, ModelRequest, ModelResponse } from '../llm/types.js'
+import type { ToolResultBlock, ToolSpec, Usage } from '../domain/types.js'
+import type { ToolResult, ToolRunOptions } from '../tools/types.js'
 import type { AgentEvent } from './events.js'
 import type { RunObserver } from './hooks.js'
 import type { PendingCall, PendingKind, RunState, ToolCallRecord } from './state.js'
@@ -17,7 +18,7 @@ export const TOOL_RESULT_PREVIEW_CHARS = 200
 /** The tools a run may use, as the runner needs them (the tool registry implements it). */
 export interface ToolPort {
   specs (names: readonly string[]): ToolSpec[]
-  run (name: string, input: unknown, options: { signal?: AbortSignal | undefined }): Promise<ToolResult>
+  run (name: string, input: unknown, options: ToolRunOptions): Promise<ToolResult>
   /** `builtin`, `mcp:<server>`, or undefined for a name the registry does not hold. */
   sourceOf (name: string): string | undefined
 }
@@ -124,7 +125,7 @@ async function execute (state: RunState, ports: RunPorts, call: PendingCall, ind
     : call.inputError !== undefined
       ? { content: call.inputError, isError: true }
       : known
-        ? await ports.tools.run(call.name, call.input, { signal })
+        ? await ports.tools.run(call.name, call.input, { signal, meta: observer?.meta })
         : { content: `Tool not available: ${call.name}`, isError: true }
   observer?.end({ isError: outcome.isError, errorType: outcome.isError ? outcome.errorType ?? 'tool_error' : undefined, result: outcome.content })
   return outcome

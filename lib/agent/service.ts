@@ -1,7 +1,8 @@
 // The agent service without Fastify: prepare a run, load and save memory, drive the runner, pump events into a sink, log.
-import { AgentError, HttpError, LLMServiceError, publicErrorText, sessionStoreDown } from '../errors.js'
+import { AgentError, HttpError, LLMServiceError, publicErrorText, sessionStoreDown } from '../domain/errors.js'
 import { isAbortError } from '../llm/abort.js'
-import type { ChatTurn, ContentBlock, LLMProvider, ToolResultBlock } from '../llm/types.js'
+import type { LLMProvider } from '../llm/types.js'
+import type { ChatTurn, ContentBlock, ToolResultBlock } from '../domain/types.js'
 import { boundConversationRecord } from '../stores/conversation-bounds.js'
 import type { ApprovalRecord, PausedRun, RunStore } from '../stores/run-store.js'
 import type { ConversationLog, SessionStore } from '../stores/types.js'

@@ -1,5 +1,5 @@
 // What a route asks of an agent run (the agent plugin fills in the rest from the configuration).
-import type { ChatTurn, ToolSpec } from '../llm/types.js'
+import type { ChatTurn, ToolSpec } from '../domain/types.js'
 import type { AnswerScope } from './approvals.js'
 import type { ToolChoice } from './state.js'
 

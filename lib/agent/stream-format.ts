@@ -1,5 +1,6 @@
 // The port a run's stream is written through: each wire dialect's stream format implements it (lib/dialects/).
-import type { AgentEvent, UsageReport } from './events.js'
+import type { AgentEvent } from './events.js'
+import type { UsageReport } from '../domain/types.js'
 import type { PendingCall } from './state.js'
 
 /** How a run's stream ended well: its usage, the provider's last stop reason, and the calls that wait (paused). */

@@ -1,6 +1,6 @@
 // Token usage of one agent run: every model call's counts by model, partial counts of a cut call, and their source.
-import type { Usage } from '../llm/types.js'
-import type { UsageReport, UsageSource } from './events.js'
+import type { Usage } from '../domain/types.js'
+import type { UsageReport, UsageSource } from '../domain/types.js'
 import type { UsageState } from './state.js'
 
 /** Sources from the most to the least exact: a run reports the least exact of its calls. */

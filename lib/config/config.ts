@@ -4,12 +4,14 @@ import { envSchema } from 'env-schema'
 import { isIP } from 'node:net'
 import { EnvSchema, type Env } from '../../schemas/config.js'
 import { parseApprovalPatterns } from '../agent/approval-policy.js'
-import { ConfigError } from '../errors.js'
+import { ConfigError } from '../domain/errors.js'
 import { isProviderKind, providerNamesText, type ProviderKind } from '../llm/providers/registry.js'
 import { checkRedisSettings } from '../stores/redis-url.js'
 import { loadKnowledgeBaseFile } from './knowledge-base-file.js'
-import { loadMcpConfig, type McpServerConfig } from './mcp-file.js'
+import { loadMcpConfig } from './mcp-file.js'
+import type { McpServerConfig } from '../tools/mcp/server-config.js'
 import { resolveModels } from './models.js'
+import { resolveBudgetSettings } from './budgets.js'
 
 export { ConfigError }
 
@@ -139,6 +141,8 @@ export function resolveConfig (env: Env, vars: Record<string, string | undefined
     models,
     modelRoutes,
     apiKeys: splitList(env.API_KEYS),
+    // Prices, API_KEYS_FILE and the BUDGET_* defaults (lib/budgets/settings.ts).
+    ...resolveBudgetSettings(env, modelRoutes, models, vars),
     corsOrigins,
     corsAnyOrigin: corsOrigins.includes('*'),
     /** Fastify's `trustProxy` from TRUST_PROXY. */

@@ -1,5 +1,5 @@
 // KNOWLEDGE_BASE_FILE: a JSON object of `{key: content}` strings, the documents of search_knowledge_base.
-import { ConfigError } from '../errors.js'
+import { ConfigError } from '../domain/errors.js'
 import { readSettingsFile } from './settings-file.js'
 
 /**

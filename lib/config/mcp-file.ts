@@ -1,25 +1,7 @@
 // MCP_CONFIG_FILE: `{"mcpServers": {...}}` as MCP desktop clients write it, checked into typed server settings.
-import { ConfigError } from '../errors.js'
+import { ConfigError } from '../domain/errors.js'
+import type { McpServerConfig } from '../tools/mcp/server-config.js'
 import { readSettingsFile } from './settings-file.js'
-
-/** A server run as a child process, spoken to over stdio. */
-export interface StdioServerConfig {
-  kind: 'stdio'
-  command: string
-  args: string[]
-  /** The child's whole environment besides PATH and HOME. */
-  env: Record<string, string>
-  cwd?: string
-}
-
-/** A remote server spoken to over Streamable HTTP. */
-export interface HttpServerConfig {
-  kind: 'http'
-  url: URL
-  headers: Record<string, string>
-}
-
-export type McpServerConfig = StdioServerConfig | HttpServerConfig
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value)

@@ -1,10 +1,11 @@
 // The model table (README, "Models and providers"): MODELS entries or MODELS_FILE resolved to one route per client-visible name.
 import Value from 'typebox/value'
 import { DEFAULT_MODELS, type Env } from '../../schemas/config.js'
-import { ConfigError } from '../errors.js'
+import { ConfigError } from '../domain/errors.js'
 import { PROVIDER_KINDS, PROVIDER_NAMES, isProviderKind, providerNamesText, type ProviderKind } from '../llm/providers/registry.js'
 import { ModelsFile, type ModelsFileBody } from './models-file.js'
 import { readSettingsFile } from './settings-file.js'
+import { parseFilePrice, type ModelPrice } from './prices.js'
 
 /** Where one client-visible model name goes. */
 export interface ModelRoute {
@@ -19,6 +20,8 @@ export interface ModelRoute {
   fallbacks: string[]
   /** Default max output tokens when a request names none (MODELS_FILE `max_tokens`). */
   maxTokens?: number
+  /** MODELS_FILE `price`. */
+  price?: ModelPrice
 }
 
 /** The resolved table: routes in order, the default model first among the allowed names. */
@@ -133,6 +136,7 @@ function fromFile (path: string, env: Env, vars: Record<string, string | undefin
       route.apiKey = endpoint.apiKey
     }
     if (entry.max_tokens !== undefined) route.maxTokens = entry.max_tokens
+    if (entry.price !== undefined) route.price = parseFilePrice(entry.price, where)
     if (endpoint !== undefined) {
       checkRoute(route, where, entry.api_key_env ?? `api_key_env or ${endpoint.keyVar}`,
         entry.base_url !== undefined ? 'base_url' : endpoint.urlVar, false)

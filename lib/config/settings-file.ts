@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { extname } from 'node:path'
-import { ConfigError } from '../errors.js'
+import { ConfigError } from '../domain/errors.js'
 
 /** How one file's failures are worded (each setting keeps the words README documents). */
 export interface SettingsFileErrors {

@@ -1,7 +1,7 @@
 // One classification of every error a request can end in; each dialect renders the classes in its own body shape.
-import { AgentError, HttpError, LLMServiceError, publicErrorText } from '../errors.js'
+import { AgentError, HttpError, LLMServiceError, publicErrorText } from '../domain/errors.js'
 import { isAbortError } from '../llm/abort.js'
-import { RequestValidationError, toValidationIssues, type ValidationIssue } from '../validation.js'
+import { RequestValidationError, toValidationIssues, type ValidationIssue } from '../input/validation.js'
 
 /** Fastify's own client errors that mean "the body is not valid JSON" (a validation failure). */
 const JSON_BODY_ERRORS = new Set(['FST_ERR_CTP_INVALID_JSON_BODY', 'FST_ERR_CTP_EMPTY_JSON_BODY'])

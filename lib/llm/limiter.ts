@@ -1,5 +1,5 @@
 // Concurrency limit of model calls with a bounded FIFO queue (DECISIONS section 9).
-import { HttpError } from '../errors.js'
+import { HttpError } from '../domain/errors.js'
 import { AbortError } from './abort.js'
 import type { LLMProvider, ModelRequest, ModelResponse, ModelStreamEvent } from './types.js'
 

@@ -1,11 +1,12 @@
 // The model router (DECISIONS section 14): one provider per model name, fallback before the first output, cooldown.
-import { LLMServiceError } from '../errors.js'
+import { LLMServiceError } from '../domain/errors.js'
 import { isAbortError } from './abort.js'
 import type { ModelCallEnd, ModelCallObserver } from './hooks.js'
 import { withLimiter, type Limiter } from './limiter.js'
 import { isRetryableError } from './retry.js'
 import { cutCallUsage } from './tokens.js'
-import type { LLMProvider, ModelRequest, ModelResponse, ModelStreamEvent, Usage } from './types.js'
+import type { LLMProvider, ModelRequest, ModelResponse, ModelStreamEvent } from './types.js'
+import type { Usage } from '../domain/types.js'
 
 /** One model as the router sees it. */
 export interface RouterModel {
@@ -52,7 +53,7 @@ function answered (message: ModelResponse): ModelCallEnd {
     outcome: 'ok',
     usage: message.usage,
     usageSource: message.usageEstimated === true ? 'estimated' : 'provider',
-    answer: { id: message.requestId, model: message.model, finishReason: message.stopReason },
+    answer: { id: message.id, model: message.model, finishReason: message.providerStopReason ?? message.stopReason, content: message.content },
   }
 }
 
@@ -187,13 +188,14 @@ export function createModelRouter (options: ModelRouterOptions): ModelRouter {
   }
 
   /** Tells the request's hooks that `model` (chain position `index`) is about to be called; they may refuse it. */
-  const observe = async (request: ModelRequest, model: RouterModel, index: number): Promise<ModelCallObserver | undefined> =>
+  const observe = async (request: ModelRequest, model: RouterModel, index: number, stream: boolean): Promise<ModelCallObserver | undefined> =>
     await request.hooks?.start({
       name: model.name,
       upstream: model.upstream,
       provider: model.kind ?? model.provider.name,
       baseURL: model.baseURL,
       chainIndex: index,
+      stream,
     }, request)
 
   return {
@@ -205,7 +207,7 @@ export function createModelRouter (options: ModelRouterOptions): ModelRouter {
       const chain = start(request)
       for (let i = 0; ; i++) {
         const model = chain[i] as RouterModel
-        const observer = await observe(request, model, i)
+        const observer = await observe(request, model, i, false)
         try {
           const message = report(await slotted(model.provider).complete({ ...request, model: model.upstream, observer }), model)
           await observer?.end(answered(message))
@@ -221,7 +223,7 @@ export function createModelRouter (options: ModelRouterOptions): ModelRouter {
       const chain = start(request)
       for (let i = 0; ; i++) {
         const model = chain[i] as RouterModel
-        const observer = await observe(request, model, i)
+        const observer = await observe(request, model, i, true)
         let output = false
         let ended = false
         // What a cut call used: the provider's counts so far, else an estimate of what it wrote.

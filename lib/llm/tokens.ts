@@ -1,5 +1,5 @@
 // The one token estimator: offline usage figures and session-memory trimming count tokens the same way.
-import type { ChatTurn, ContentBlock, Usage } from './types.js'
+import type { ChatTurn, ContentBlock, Usage } from '../domain/types.js'
 
 /** Estimated tokens an image costs, whatever its size (the API bills roughly this for a mid-size image). */
 export const IMAGE_TOKEN_ESTIMATE = 1500

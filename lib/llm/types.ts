@@ -1,39 +1,5 @@
 // The provider interface every model backend implements (Anthropic, OpenAI-compatible, offline), in Messages API terms.
-import type { Static } from 'typebox'
-import type { Usage as UsageSchema } from '../../schemas/chat.js'
-import type { ModelCallHooks, ModelCallObserver } from './hooks.js'
-
-export type Role = 'user' | 'assistant'
-
-export interface TextBlock { type: 'text', text: string }
-export type ImageMediaType = 'image/png' | 'image/jpeg' | 'image/gif' | 'image/webp'
-export interface ImageBlock {
-  type: 'image'
-  source: { type: 'base64', media_type: ImageMediaType, data: string }
-}
-export interface ToolUseBlock {
-  type: 'tool_use'
-  id: string
-  name: string
-  input: Record<string, unknown>
-  /**
-   * Set when the model's arguments were not a JSON object (OpenAI-compatible servers): the tool must
-   * not run; the agent answers the call with this text as an error tool_result, so the model sees it.
-   */
-  inputError?: string
-}
-export interface ToolResultBlock { type: 'tool_result', tool_use_id: string, content: string, is_error?: boolean }
-export type ContentBlock = TextBlock | ImageBlock | ToolUseBlock | ToolResultBlock
-
-/** One turn of a conversation as the Messages API sees it. */
-export interface ChatTurn { role: Role, content: string | ContentBlock[] }
-
-/** A tool described to the model. */
-export interface ToolSpec {
-  name: string
-  description: string
-  input_schema: { type: 'object', properties: Record<string, unknown>, required?: string[] }
-}
+import type { ChatTurn, TextBlock, ToolSpec, ToolUseBlock, Usage } from '../domain/types.js'
 
 export interface ModelRequest {
   model: string
@@ -58,9 +24,6 @@ export interface ModelRequest {
   observer?: ModelCallObserver | undefined
 }
 
-/** Token counts of a model call. */
-export type Usage = Static<typeof UsageSchema>
-
 /**
  * Why a model call stopped, in Messages API terms; every provider maps its own reasons onto these
  * (OpenAI-compatible: `length` is `max_tokens`, `content_filter` is `refusal`, tool calls are `tool_use`).
@@ -77,6 +40,10 @@ export interface ModelResponse {
   usageEstimated?: boolean
   /** Upstream request id, when there is one. */
   requestId?: string
+  /** The provider's message or completion id (`msg_…`, `chatcmpl-…`), when it sent one. */
+  id?: string
+  /** The stop reason exactly as the provider sent it (`stop`, `tool_calls`, ...), when it differs from `stopReason`. */
+  providerStopReason?: string
 }
 
 /** What a streamed model call yields: text as it comes, then the whole message once. */
@@ -91,4 +58,80 @@ export interface LLMProvider {
   /** Streams one model call; aborting `request.signal` ends it at once. */
   stream (request: ModelRequest): AsyncIterable<ModelStreamEvent>
   close (): Promise<void>
+}
+
+/** How a model call (one model of a chain) or one attempt ended. */
+export type CallOutcome = 'ok' | 'error' | 'aborted'
+
+/** The upstream model a call goes to, as the router resolved it. */
+export interface ModelTarget {
+  /** The name clients use (a fallback's own name when the chain moved on). */
+  name: string
+  /** The id sent upstream (a MODELS_FILE entry's `model`). */
+  upstream: string
+  /** Provider kind: `anthropic`, `openai`, `offline`, ... */
+  provider: string
+  /** The provider's base URL, when it has one (spans name its host and port). */
+  baseURL?: string | undefined
+  /** 0 for the requested model, 1 for its first fallback, ... */
+  chainIndex: number
+  /** The call streams (`stream`), rather than answering at once (`complete`). */
+  stream?: boolean | undefined
+}
+
+/** What the provider answered, when it answered. */
+export interface ModelAnswer {
+  /** The provider's message or completion id (`msg_…`, `chatcmpl-…`). */
+  id?: string | undefined
+  /** The model the answer names. */
+  model: string
+  /** The provider's own stop reason as sent (`end_turn`, `tool_use`, `stop`, `tool_calls`, ...). */
+  finishReason: string | null
+  /** The answer's content (traces copy it only when content capture is on). */
+  content?: ReadonlyArray<TextBlock | ToolUseBlock> | undefined
+}
+
+/** The end of one model of a call. */
+export interface ModelCallEnd {
+  outcome: CallOutcome
+  /** The call's usage (the provider's, the partial counts of a cut stream, or an estimate); absent when nothing was used. */
+  usage?: Usage | undefined
+  usageSource?: 'provider' | 'partial' | 'estimated'
+  answer?: ModelAnswer | undefined
+  error?: unknown
+}
+
+/** The end of one HTTP attempt (a retry is an attempt of its own). */
+export interface AttemptEnd {
+  outcome: CallOutcome
+  answer?: ModelAnswer | undefined
+  usage?: Usage | undefined
+  error?: unknown
+}
+
+/** One HTTP attempt; `headers` are added to its upstream request (a `traceparent`). */
+export interface AttemptObserver {
+  readonly headers?: Readonly<Record<string, string>> | undefined
+  end (result: AttemptEnd): void
+}
+
+/** One model of a call, from before it waits for a slot to its end. */
+export interface ModelCallObserver {
+  /** The call got its concurrency slot and goes out now. */
+  begin? (): void
+  /** A provider's attempt `n` (0 first, 1 the first retry, ...) is about to be sent. */
+  attempt? (n: number): AttemptObserver | undefined
+  /** The first output (text or tool call) arrived. */
+  firstOutput? (): void
+  /** The call ended; the router awaits it before the answer or the next model (a budget settles here). */
+  end (result: ModelCallEnd): Promise<void> | void
+}
+
+/**
+ * Hooks around the model calls of a request. `start` is called before each model of a chain is called (before
+ * it waits for a concurrency slot) and may throw to refuse the call (a budget): the error reaches the caller
+ * as is, no fallback is tried.
+ */
+export interface ModelCallHooks {
+  start (target: ModelTarget, request: ModelRequest): ModelCallObserver | undefined | Promise<ModelCallObserver | undefined>
 }

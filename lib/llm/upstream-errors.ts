@@ -1,5 +1,5 @@
 // What every provider does with upstream failures: one LLMServiceError carrying the upstream text, retry logs, streams retried before their first event.
-import { LLMServiceError } from '../errors.js'
+import { LLMServiceError } from '../domain/errors.js'
 import { AbortError, isAbortError } from './abort.js'
 import { retryAfterSeconds, withRetry, type RetryInfo, type RetryPolicy, type WithRetryOptions } from './retry.js'
 import type { ModelRequest, ModelStreamEvent } from './types.js'

@@ -1,5 +1,5 @@
 // Session memory budget: oldest-first trimming that keeps tool pairs whole, by the shared estimate of lib/llm/tokens.ts.
-import type { ChatTurn } from '../llm/types.js'
+import type { ChatTurn } from '../domain/types.js'
 import { estimateTurnTokens } from '../llm/tokens.js'
 
 export { estimateTokens, IMAGE_TOKEN_ESTIMATE, TURN_TOKEN_OVERHEAD } from '../llm/tokens.js'

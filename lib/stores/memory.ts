@@ -1,5 +1,5 @@
 // In-process stores (no REDIS_URL): LRU+TTL sessions, sliding-window rate limits, a byte-bounded log.
-import type { ChatTurn } from '../llm/types.js'
+import type { ChatTurn } from '../domain/types.js'
 import { trimTurns } from './memory-trim.js'
 import { boundConversationRecord, recordBytes } from './conversation-bounds.js'
 import type {

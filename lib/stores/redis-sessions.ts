@@ -1,5 +1,5 @@
 // Redis session store: one list of JSON turns per session, idle expiry, a sorted-set index for count(); cluster-safe keys.
-import type { ChatTurn } from '../llm/types.js'
+import type { ChatTurn } from '../domain/types.js'
 import { trimTurns } from './memory-trim.js'
 import {
   hashKey, replicaAck, transientRunner, uniqueNonce, type RedisConnection, type ReplicaAckOptions, type TransientRetryOptions,

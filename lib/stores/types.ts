@@ -1,6 +1,6 @@
 // Store interfaces: one in-process and one Redis implementation of each, chosen by REDIS_URL.
-import type { ChatTurn, Usage } from '../llm/types.js'
-import type { UsageSource } from '../agent/events.js'
+import type { ChatTurn, Usage } from '../domain/types.js'
+import type { UsageSource } from '../domain/types.js'
 
 /** A session as stored: its turns (oldest first) and when it was created and last written. */
 export interface SessionRecord {

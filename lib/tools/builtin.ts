@@ -1,7 +1,7 @@
 // The built-in tools (calculator, knowledge base): each name written once, here.
 import { calculate, CALCULATION_ERROR_PREFIX, MAX_EXPRESSION_LENGTH } from './calculator.js'
 import type { KnowledgeBase } from './knowledge-base.js'
-import type { Tool, ToolResult } from './registry.js'
+import type { Tool, ToolResult } from './types.js'
 
 /** Name of the calculator tool. */
 export const CALCULATOR_TOOL = 'calculate_expression'

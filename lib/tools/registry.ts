@@ -1,32 +1,13 @@
 // The agent's tools by name, built in and remote (MCP) alike: specs for the model, a run() that never throws.
-import type { ToolSpec } from '../llm/types.js'
-import { RequestValidationError } from '../validation.js'
+import type { ToolSpec } from '../domain/types.js'
+import type { Tool, ToolInfo, ToolResult, ToolRunOptions } from './types.js'
+import { RequestValidationError } from '../input/validation.js'
 import { builtinTools, describeType } from './builtin.js'
 import type { KnowledgeBase } from './knowledge-base.js'
 
 export { BUILTIN_TOOL_NAMES } from './builtin.js'
 
-/** What running a tool gives back; `isError` maps to the Messages API `tool_result.is_error`. */
-export interface ToolResult {
-  content: string
-  isError: boolean
-  /** Why it failed, for traces: `tool_error` (default), `timeout`, `cancelled`, a JSON-RPC error code. */
-  errorType?: string
-}
-
-/** Options of one tool run: aborting `signal` (client gone, run cancelled) cancels the call. */
-export interface ToolRunOptions { signal?: AbortSignal | undefined }
-
-/** One tool: its spec for the model, where it comes from, and how to run it on model-supplied input. */
-export interface Tool {
-  spec: ToolSpec
-  /** `builtin` or `mcp:<server>`. */
-  source: string
-  run (input: unknown, options: ToolRunOptions): ToolResult | Promise<ToolResult>
-}
-
-/** A tool as `GET /api/v1/tools` lists it. */
-export interface ToolInfo extends ToolSpec { source: string }
+export type { Tool, ToolInfo, ToolResult, ToolRunOptions } from './types.js'
 
 /** Options of {@link createToolRegistry}. */
 export interface ToolRegistryOptions {

@@ -1,6 +1,6 @@
 import { test } from 'tap'
 import { Readable } from 'node:stream'
-import { createJsonBodyBudget } from '../../lib/body-budget.js'
+import { createJsonBodyBudget } from '../../lib/input/body-budget.js'
 
 /** Streams `body` in `chunkSize` pieces through a budget of 100 bytes of text and 50 per image (2 images at most). */
 async function pass (body: string, chunkSize = 7): Promise<string> {

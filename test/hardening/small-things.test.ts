@@ -8,7 +8,7 @@ import { createKnowledgeBase } from '../../lib/tools/knowledge-base.js'
 import { createOfflineProvider } from '../../lib/llm/providers/offline/provider.js'
 import { estimateTextTokens, estimateTokens } from '../../lib/llm/tokens.js'
 import { estimateTokens as trimEstimate } from '../../lib/stores/memory-trim.js'
-import type { ChatTurn } from '../../lib/llm/types.js'
+import type { ChatTurn } from '../../lib/domain/types.js'
 import { buildTestApp } from '../helpers/app.js'
 
 const root = new URL('../../', import.meta.url)

@@ -2,7 +2,7 @@
 import t from 'tap'
 import { buildTestApp } from '../helpers/app.js'
 import { MAX_IMAGE_CHARS, MAX_IMAGES } from '../../schemas/chat.js'
-import { MAX_VALIDATION_ISSUES } from '../../lib/validation.js'
+import { MAX_VALIDATION_ISSUES } from '../../lib/input/validation.js'
 
 // About 140 MB through the whole request path: room for a loaded machine.
 t.setTimeout(240_000)

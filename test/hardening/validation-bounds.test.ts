@@ -4,7 +4,7 @@ import type { FastifyError, FastifyPluginAsync } from 'fastify'
 import { buildApp } from '../../app.js'
 import { buildTestApp, captureLogs, TEST_ENV } from '../helpers/app.js'
 import { BODY_LIMIT_BYTES, MAX_IMAGES, MAX_MESSAGES, MAX_REQUEST_TOOLS, chatRequestSchema } from '../../schemas/chat.js'
-import { MAX_TOTAL_TEXT_CHARS, MAX_VALIDATION_ISSUES } from '../../lib/validation.js'
+import { MAX_TOTAL_TEXT_CHARS, MAX_VALIDATION_ISSUES } from '../../lib/input/validation.js'
 
 const SMALL_422_BYTES = 4096
 

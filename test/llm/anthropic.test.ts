@@ -3,11 +3,11 @@ import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { test } from 'tap'
 import { pino } from 'pino'
-import { LLMServiceError } from '../../lib/errors.js'
+import { LLMServiceError } from '../../lib/domain/errors.js'
 import { isAbortError } from '../../lib/llm/abort.js'
 import { createAnthropicProvider, type AnthropicProviderOptions } from '../../lib/llm/providers/anthropic/provider.js'
 import type { LLMLogger } from '../../lib/llm/providers/settings.js'
-import type { ChatTurn } from '../../lib/llm/types.js'
+import type { ChatTurn } from '../../lib/domain/types.js'
 import { startFakeAnthropic } from '../fake-anthropic/server.js'
 import { readStream, rejection, requestsTo, setupProvider } from './provider-setup.js'
 
@@ -69,7 +69,7 @@ test('response: content, stop reason, usage, model, request id; tool_use blocks'
   const { fake, provider } = await setup(t)
   fake.enqueue({ kind: 'text', text: 'Hello!', usage: { input_tokens: 12, output_tokens: 3 } })
   const reply = await provider.complete(request('hi'))
-  t.same(reply, { model: MODEL, content: [{ type: 'text', text: 'Hello!' }], stopReason: 'end_turn', usage: { input_tokens: 12, output_tokens: 3 }, requestId: 'req_fake_000001' })
+  t.same(reply, { model: MODEL, content: [{ type: 'text', text: 'Hello!' }], stopReason: 'end_turn', usage: { input_tokens: 12, output_tokens: 3 }, requestId: 'req_fake_000001', id: 'msg_fake_1' })
 
   fake.enqueue({ kind: 'tool_use', text: 'Calculating.', tools: [{ name: 'calculate_expression', input: { expression: '2+3*4' }, id: 'toolu_a' }, { name: 'search_knowledge_base', input: { query: 'q' }, id: 'toolu_b' }] })
   const tools = await provider.complete(request('2+3*4'))
@@ -175,7 +175,7 @@ test('stream: text deltas reassemble exactly, then one message with usage and re
   t.equal(streamed, text)
   t.ok(events.filter((e) => e.type === 'text').length > 3, 'several text events')
   const last = events.at(-1)
-  t.same(last, { type: 'message', message: { model: MODEL, content: [{ type: 'text', text }], stopReason: 'end_turn', usage: { input_tokens: 11, output_tokens: 22 }, requestId: 'req_fake_000001' } })
+  t.same(last, { type: 'message', message: { model: MODEL, content: [{ type: 'text', text }], stopReason: 'end_turn', usage: { input_tokens: 11, output_tokens: 22 }, requestId: 'req_fake_000001', id: 'msg_fake_1' } })
   t.equal(events.filter((e) => e.type === 'message').length, 1)
   t.equal(fake.requests[0]?.body.stream, true)
 

@@ -1,6 +1,6 @@
 // Limiter: the concurrency cap seen by the fake upstream, FIFO order, a full queue answering 503, aborts.
 import { test } from 'tap'
-import { HttpError } from '../../lib/errors.js'
+import { HttpError } from '../../lib/domain/errors.js'
 import { isAbortError } from '../../lib/llm/abort.js'
 import { createAnthropicProvider } from '../../lib/llm/providers/anthropic/provider.js'
 import { createLimiter, withLimiter } from '../../lib/llm/limiter.js'

@@ -2,7 +2,8 @@
 import { test } from 'tap'
 import { isAbortError } from '../../lib/llm/abort.js'
 import { createOfflineProvider, wordChunks } from '../../lib/llm/providers/offline/provider.js'
-import type { ChatTurn, ModelRequest, ModelStreamEvent, ToolSpec } from '../../lib/llm/types.js'
+import type { ModelRequest, ModelStreamEvent } from '../../lib/llm/types.js'
+import type { ChatTurn, ToolSpec } from '../../lib/domain/types.js'
 
 const findExpression = (text: string): string | null => /\d+(?:\s*[-+*/^]\s*\d+)+/.exec(text)?.[0] ?? null
 const spec = (name: string): ToolSpec => ({ name, description: name, input_schema: { type: 'object', properties: {} } })

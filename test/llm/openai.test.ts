@@ -1,9 +1,10 @@
 // OpenAI-compatible provider through the real openai SDK over HTTP against the fake server: mapping, tool-call variations, faults.
 import { test } from 'tap'
-import { LLMServiceError } from '../../lib/errors.js'
+import { LLMServiceError } from '../../lib/domain/errors.js'
 import { isAbortError } from '../../lib/llm/abort.js'
 import { StreamErrorEvent, createOpenAIProvider, type OpenAIProviderOptions } from '../../lib/llm/providers/openai/provider.js'
-import type { ChatTurn, ModelResponse, ModelStreamEvent } from '../../lib/llm/types.js'
+import type { ModelResponse, ModelStreamEvent } from '../../lib/llm/types.js'
+import type { ChatTurn } from '../../lib/domain/types.js'
 import { startFakeOpenAI, type ToolCallVariant } from '../fake-openai/server.js'
 import { readStream, rejection, requestsTo, setupProvider } from './provider-setup.js'
 
@@ -67,7 +68,7 @@ test('complete: text, usage, model, request id; reasoning is not text', async (t
   const { fake, provider } = await setup(t)
   fake.enqueue({ kind: 'text', text: 'Hello!', reasoning: 'thinking hard', usage: { prompt_tokens: 12, completion_tokens: 3 } })
   const reply = await provider.complete(request('hi'))
-  t.same(reply, { model: MODEL, content: [{ type: 'text', text: 'Hello!' }], stopReason: 'end_turn', usage: { input_tokens: 12, output_tokens: 3 }, requestId: 'req_oai_000001' })
+  t.same(reply, { model: MODEL, content: [{ type: 'text', text: 'Hello!' }], stopReason: 'end_turn', usage: { input_tokens: 12, output_tokens: 3 }, requestId: 'req_oai_000001', id: 'chatcmpl-fake-1', providerStopReason: 'stop' })
   fake.enqueue({ kind: 'text', text: 'cut', finishReason: 'length' })
   t.equal((await provider.complete(request('hi'))).stopReason, 'max_tokens')
 })
@@ -98,7 +99,7 @@ test('stream: text word by word, usage from the last chunk with no choices, reas
   fake.enqueue({ kind: 'text', text: 'Hello there world', reasoning: 'let me think', usage: { prompt_tokens: 7, completion_tokens: 4 } })
   const { text, message } = await collect(provider.stream(request('hi')))
   t.same(text, ['Hello', ' there', ' world'])
-  t.same(message, { model: MODEL, content: [{ type: 'text', text: 'Hello there world' }], stopReason: 'end_turn', usage: { input_tokens: 7, output_tokens: 4 }, requestId: 'req_oai_000001' })
+  t.same(message, { model: MODEL, content: [{ type: 'text', text: 'Hello there world' }], stopReason: 'end_turn', usage: { input_tokens: 7, output_tokens: 4 }, requestId: 'req_oai_000001', id: 'chatcmpl-fake-1', providerStopReason: 'stop' })
   for (let i = 0; i < 3; i++) await collect(provider.stream(request(`again ${i}`)))
   await fake.settled(3)
   t.equal(fake.connections, 1, 'finished streams leave their connection reusable (keep-alive)')

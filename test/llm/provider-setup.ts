@@ -1,6 +1,7 @@
 // What the provider tests share: a fake upstream and a provider on it (both closed with the test), recorded logs, requests, streams read whole.
 import type { LLMLogger } from '../../lib/llm/providers/settings.js'
-import type { ChatTurn, LLMProvider, ModelRequest, ModelResponse, ModelStreamEvent } from '../../lib/llm/types.js'
+import type { LLMProvider, ModelRequest, ModelResponse, ModelStreamEvent } from '../../lib/llm/types.js'
+import type { ChatTurn } from '../../lib/domain/types.js'
 
 export interface LogLine { level: string, obj: Record<string, unknown>, msg: string | undefined }
 

@@ -1,7 +1,7 @@
 // The LLMProvider contract: one suite every SDK-backed provider passes against its fake upstream (text, streams,
 // tool calls, errors with retry-after, usage, the SSE size bound where the wire is SSE we read ourselves).
 import type { Test } from 'tap'
-import { LLMServiceError } from '../../lib/errors.js'
+import { LLMServiceError } from '../../lib/domain/errors.js'
 import type { ProviderSettings } from '../../lib/llm/providers/settings.js'
 import type { LLMProvider } from '../../lib/llm/types.js'
 import { readStream, rejection, requestsTo } from './provider-setup.js'

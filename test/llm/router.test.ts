@@ -1,6 +1,6 @@
 // The model router over real providers and fake upstreams: dispatch by name, fallback rules, cooldown on an injected clock.
 import { test } from 'tap'
-import { LLMServiceError } from '../../lib/errors.js'
+import { LLMServiceError } from '../../lib/domain/errors.js'
 import { isAbortError } from '../../lib/llm/abort.js'
 import { createAnthropicProvider } from '../../lib/llm/providers/anthropic/provider.js'
 import { createOfflineProvider } from '../../lib/llm/providers/offline/provider.js'

@@ -3,7 +3,7 @@ import { test } from 'tap'
 import { MAX_SSE_EVENT_CHARS, SseReader, type SseEvent } from '../../lib/llm/providers/sse-reader.js'
 import { IncompleteStreamError } from '../../lib/llm/providers/stream-attempt.js'
 import { createOpenAIProvider } from '../../lib/llm/providers/openai/provider.js'
-import { LLMServiceError } from '../../lib/errors.js'
+import { LLMServiceError } from '../../lib/domain/errors.js'
 import { startFakeOpenAI } from '../fake-openai/server.js'
 import { readStream, rejection, requestsTo, setupProvider } from './provider-setup.js'
 

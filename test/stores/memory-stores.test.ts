@@ -1,6 +1,6 @@
 // In-process stores only: LRU eviction at maxSessions, idle TTL on an injected clock, option checks.
 import { test } from 'tap'
-import type { ChatTurn } from '../../lib/llm/types.js'
+import type { ChatTurn } from '../../lib/domain/types.js'
 import { createMemoryConversationLog, createMemoryRateLimitStore, createMemorySessionStore } from '../../lib/stores/memory.js'
 
 const hi: ChatTurn[] = [{ role: 'user', content: 'hi' }]

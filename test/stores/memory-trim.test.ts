@@ -1,6 +1,6 @@
 // Token estimate and trimTurns: oldest first, tool pairs whole, newest user turn kept, history starts with a user turn.
 import { test } from 'tap'
-import type { ChatTurn } from '../../lib/llm/types.js'
+import type { ChatTurn } from '../../lib/domain/types.js'
 import {
   IMAGE_TOKEN_ESTIMATE,
   TURN_TOKEN_OVERHEAD,

@@ -1,6 +1,6 @@
 // The SessionStore contract: one suite every implementation (memory, Redis) must pass.
 import type { Test } from 'tap'
-import type { ChatTurn } from '../../lib/llm/types.js'
+import type { ChatTurn } from '../../lib/domain/types.js'
 import { trimTurns } from '../../lib/stores/memory-trim.js'
 import type { SessionStore } from '../../lib/stores/types.js'
 

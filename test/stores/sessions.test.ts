@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { test } from 'tap'
-import type { ChatTurn } from '../../lib/llm/types.js'
+import type { ChatTurn } from '../../lib/domain/types.js'
 import { hashKey } from '../../lib/stores/redis-client.js'
 import { createMemorySessionStore } from '../../lib/stores/memory.js'
 import { createRedisSessionStore } from '../../lib/stores/redis-sessions.js'

@@ -1,6 +1,7 @@
 // The UI message stream format around tool approval: a paused ending, and a continuation's answered calls first.
 import { test, type Test } from 'tap'
-import type { AgentEvent, UsageReport } from '../../lib/agent/events.js'
+import type { AgentEvent } from '../../lib/agent/events.js'
+import type { UsageReport } from '../../lib/domain/types.js'
 import type { PendingCall } from '../../lib/agent/state.js'
 import { createUiMessageStream, type UiMessageStreamOptions } from '../../lib/dialects/ui/format.js'
 import { chunkError } from '../helpers/ui-chat.js'

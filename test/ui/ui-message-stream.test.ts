@@ -1,6 +1,7 @@
 // The UI message stream format on its own: chunk order over agent events, steps, errors; every chunk checked with the ai schema.
 import { test, type Test } from 'tap'
-import type { AgentEvent, UsageReport } from '../../lib/agent/events.js'
+import type { AgentEvent } from '../../lib/agent/events.js'
+import type { UsageReport } from '../../lib/domain/types.js'
 import { createUiMessageStream } from '../../lib/dialects/ui/format.js'
 import { chunkError } from '../helpers/ui-chat.js'
 

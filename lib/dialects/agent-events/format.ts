@@ -1,5 +1,5 @@
 // `POST /api/v1/agent/stream`: typed JSON events `{type, data}`, a `usage` event before every ending.
-import type { UsageReport } from '../../agent/events.js'
+import type { UsageReport } from '../../domain/types.js'
 import type { StreamFormat } from '../../agent/stream-format.js'
 import { approvalsOf } from '../approvals.js'
 

@@ -1,6 +1,7 @@
 // The Vercel AI SDK's UI message stream protocol (DECISIONS section 16) as a per-stream StreamFormat of agent events.
 import { randomUUID } from 'node:crypto'
-import type { AgentEvent, UsageReport } from '../../agent/events.js'
+import type { AgentEvent } from '../../agent/events.js'
+import type { UsageReport } from '../../domain/types.js'
 import type { StreamFormat } from '../../agent/stream-format.js'
 
 /** The header that tells the AI SDK's transport the body is a UI message stream. */

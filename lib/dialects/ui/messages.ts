@@ -1,7 +1,7 @@
 // AI SDK UI messages to model turns (DECISIONS section 16): text, images, earlier tool calls with their results.
-import { parseImage } from '../../images.js'
-import type { ChatTurn, ContentBlock, ImageBlock, ToolResultBlock, ToolUseBlock } from '../../llm/types.js'
-import { RequestValidationError, type ValidationIssue } from '../../validation.js'
+import { parseImage } from '../../input/images.js'
+import type { ChatTurn, ContentBlock, ImageBlock, ToolResultBlock, ToolUseBlock } from '../../domain/types.js'
+import { RequestValidationError, type ValidationIssue } from '../../input/validation.js'
 
 /** The part fields this conversion reads (typed by the route's schema); anything else in a part is ignored. */
 export interface UiPartInput {

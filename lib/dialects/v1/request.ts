@@ -1,8 +1,8 @@
 // Maps chat requests to the model's terms (system prompt apart, images on the last user turn) and runs back to answers.
 import type { Static } from 'typebox'
 import type { AgentResponseBody, ChatMessage, ChatRequestBody } from '../../../schemas/chat.js'
-import type { ChatTurn, ContentBlock, ImageBlock } from '../../llm/types.js'
-import { RequestValidationError } from '../../validation.js'
+import type { ChatTurn, ContentBlock, ImageBlock } from '../../domain/types.js'
+import { RequestValidationError } from '../../input/validation.js'
 import type { AgentResult } from '../../agent/run.js'
 import type { RunSpec } from '../../agent/spec.js'
 

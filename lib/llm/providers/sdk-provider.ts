@@ -5,6 +5,7 @@ import { callFailure, logRetries, retriedStream, type FailureReporting, type Ups
 import type { LLMProvider, ModelRequest, ModelResponse, ModelStreamEvent } from '../types.js'
 import type { ProviderSettings } from './settings.js'
 import { StreamAttempt, type OpenStream, type StreamDecoder } from './stream-attempt.js'
+import { AttemptCounter, answeredAttempt, observedStream } from './observed-attempt.js'
 
 /** The error classes both SDKs export (their shapes as far as we read them). */
 export interface SdkErrorClasses<ApiError extends Error> {
@@ -30,6 +31,14 @@ export function sdkFailures<ApiError extends Error & { requestID?: string | null
   }
 }
 
+/** The SDK request options of one attempt; `headers` are the attempt observer's (a `traceparent`). */
+export interface SdkRequestOptions {
+  signal?: AbortSignal
+  timeout: number
+  maxRetries: 0
+  headers?: Readonly<Record<string, string>>
+}
+
 /** What one SDK-backed provider brings: its wire mapping; everything else is shared. */
 export interface SdkProviderParts<Raw> {
   /** `anthropic`, `openai`. */
@@ -41,7 +50,7 @@ export interface SdkProviderParts<Raw> {
   /** Which failures are worth another attempt; default the retry module's rule. */
   isRetryable?: (error: unknown) => boolean
   /** One non-streamed call (no retries of its own). */
-  complete: (request: ModelRequest, options: { signal?: AbortSignal, timeout: number, maxRetries: 0 }) => Promise<ModelResponse>
+  complete: (request: ModelRequest, options: SdkRequestOptions) => Promise<ModelResponse>
   /** Sends one streamed call. */
   openStream: (request: ModelRequest) => OpenStream<Raw>
   /** A fresh decoder of one attempt's raw events. */
@@ -82,7 +91,18 @@ export function createSdkProvider<Raw> (settings: ProviderSettings, parts: SdkPr
     async complete (request: ModelRequest): Promise<ModelResponse> {
       const options = { timeout: timeoutMs, maxRetries: 0 as const, ...(request.signal === undefined ? {} : { signal: request.signal }) }
       try {
-        const response = await withRetry(async () => await parts.complete(request, options), policy, retryOptions(request))
+        const attempts = new AttemptCounter(request.observer, request.signal)
+        const response = await withRetry(async () => {
+          const attempt = attempts.start()
+          try {
+            const answer = await parts.complete(request, attempt.headers === undefined ? options : { ...options, headers: attempt.headers })
+            attempt.end(answeredAttempt(answer))
+            return answer
+          } catch (error) {
+            attempt.fail(error)
+            throw error
+          }
+        }, policy, retryOptions(request))
         logger?.debug?.({ model: response.model, requestId: response.requestId, usage: response.usage }, `${parts.kinds.vendor} call done`)
         return response
       } catch (error) {
@@ -92,9 +112,15 @@ export function createSdkProvider<Raw> (settings: ProviderSettings, parts: SdkPr
 
     stream (request: ModelRequest): AsyncGenerator<ModelStreamEvent> {
       const send = parts.openStream(request)
+      const attempts = new AttemptCounter(request.observer, request.signal)
       return retriedStream(() => {
+        const observed = attempts.start()
         const attempt = new StreamAttempt(request.signal, timeoutMs, parts.kinds.vendor, parts.decoder(request))
-        return { attempt, opened: attempt.open(send) }
+        const opened = attempt.open((signal, timeout) => send(signal, timeout, observed.headers))
+        return {
+          attempt: observedStream(attempt, observed),
+          opened: opened.catch((error: unknown) => { observed.fail(error); throw error }),
+        }
       }, request, policy, retryOptions(request), reporting)
     },
 

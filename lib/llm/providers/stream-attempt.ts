@@ -30,8 +30,11 @@ export interface StreamDecoder<Raw> {
   end (requestId: string | null | undefined): ModelStreamEvent
 }
 
-/** Sends the request with the attempt's signal and timeout; resolves once the response headers are in. */
-export type OpenStream<Raw> = (signal: AbortSignal, timeoutMs: number) => Promise<OpenedStream<Raw>>
+/**
+ * Sends the request with the attempt's signal, timeout and extra headers (an attempt observer's `traceparent`);
+ * resolves once the response headers are in.
+ */
+export type OpenStream<Raw> = (signal: AbortSignal, timeoutMs: number, headers?: Readonly<Record<string, string>>) => Promise<OpenedStream<Raw>>
 
 /**
  * One streamed attempt: its own abort controller, ended by the caller's signal or the idle timer (which

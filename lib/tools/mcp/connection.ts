@@ -4,8 +4,8 @@ import { DEFAULT_INHERITED_ENV_VARS, StdioClientTransport } from '@modelcontextp
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js'
 import { ErrorCode, McpError, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js'
-import type { Tool, ToolResult } from '../registry.js'
-import type { McpServerConfig } from '../../config/mcp-file.js'
+import type { Tool, ToolResult } from '../types.js'
+import type { McpServerConfig } from './server-config.js'
 import { mcpInputSchema, mcpResultText, mcpToolName } from './mapping.js'
 import { BoundedReadBuffer, MCP_MAX_MESSAGE_BYTES, MESSAGE_TOO_LARGE_CODE } from './read-buffer.js'
 import { CallSlots } from './call-slots.js'
@@ -230,7 +230,7 @@ export class McpConnection {
           description: tool.description ?? `Tool ${tool.name} of the MCP server ${this.name}`,
           input_schema: mcpInputSchema(tool.inputSchema),
         },
-        run: async (input, { signal }) => await this.call(tool.name, name, input, signal),
+        run: async (input, { signal, meta }) => await this.call(tool.name, name, input, signal, meta),
       }
     }))
   }
@@ -239,7 +239,17 @@ export class McpConnection {
    * Calls tool `remote` (listed to the model as `listed`); every failure is an error result. Its text names the
    * server and the kind of failure only (the tool's own isError text included); the reason goes to the log.
    */
-  async call (remote: string, listed: string, input: unknown, signal?: AbortSignal): Promise<ToolResult> {
+  /** How the server is reached, for traces: `pipe` (stdio) or `tcp` with the URL's host and port, and the session id once known. */
+  get endpoint (): { transport: 'pipe' | 'tcp', address?: string, port?: number, sessionId?: string } {
+    const config = this.#config
+    if (config.kind !== 'http') return { transport: 'pipe' }
+    const port = config.url.port === '' ? (config.url.protocol === 'https:' ? 443 : 80) : Number(config.url.port)
+    const sessionId = (this.#client?.transport as { sessionId?: unknown } | undefined)?.sessionId
+    return { transport: 'tcp', address: config.url.hostname, port, ...(typeof sessionId === 'string' ? { sessionId } : {}) }
+  }
+
+  /** `meta` goes with the call as `params._meta` (the tool span's `traceparent`). */
+  async call (remote: string, listed: string, input: unknown, signal?: AbortSignal, meta?: Readonly<Record<string, string>>): Promise<ToolResult> {
     if (typeof input !== 'object' || input === null || Array.isArray(input)) {
       return { content: `Invalid input for ${listed}: expected an object`, isError: true }
     }
@@ -251,13 +261,13 @@ export class McpConnection {
       return { content: `Tool ${listed} cancelled`, isError: true }
     }
     try {
-      return await this.#callNow(remote, listed, input as Record<string, unknown>, server, signal)
+      return await this.#callNow(remote, listed, input as Record<string, unknown>, server, signal, meta)
     } finally {
       release()
     }
   }
 
-  async #callNow (remote: string, listed: string, input: Record<string, unknown>, server: string, signal?: AbortSignal): Promise<ToolResult> {
+  async #callNow (remote: string, listed: string, input: Record<string, unknown>, server: string, signal?: AbortSignal, meta?: Readonly<Record<string, string>>): Promise<ToolResult> {
     const client = this.#client
     if (client === undefined || this.#state !== 'up') {
       this.#options.log.warn({ server: this.name, tool: remote, reason: this.#reason }, 'MCP call refused: server not connected')
@@ -267,24 +277,25 @@ export class McpConnection {
     const timeout = this.#options.callTimeoutMs
     try {
       const result = await client.callTool(
-        { name: remote, arguments: input }, undefined,
+        { name: remote, arguments: input, ...(meta === undefined ? {} : { _meta: { ...meta } }) }, undefined,
         { timeout, ...(signal === undefined ? {} : { signal }) }
       )
       const text = mcpResultText(result)
       if (result.isError === true) return { content: `${server} returned an error: ${text || 'no text'}`, isError: true }
       return { content: text, isError: false }
     } catch (error) {
-      if (signal?.aborted === true) return { content: `Tool ${listed} cancelled`, isError: true }
+      if (signal?.aborted === true) return { content: `Tool ${listed} cancelled`, isError: true, errorType: 'cancelled' }
       this.#options.log.warn({ server: this.name, tool: remote, reason: errorText(error) }, 'MCP call failed')
       if (error instanceof McpError) {
         if (error.code === ErrorCode.RequestTimeout) {
-          return { content: `${server} timed out after ${timeout / 1000} s (MCP_TOOL_TIMEOUT_SECONDS)`, isError: true }
+          return { content: `${server} timed out after ${timeout / 1000} s (MCP_TOOL_TIMEOUT_SECONDS)`, isError: true, errorType: 'timeout' }
         }
-        if (error.code === ErrorCode.ConnectionClosed) return { content: `${server} closed the connection during the call`, isError: true }
+        if (error.code === ErrorCode.ConnectionClosed) return { content: `${server} closed the connection during the call`, isError: true, errorType: String(error.code) }
         if (error.code === MESSAGE_TOO_LARGE_CODE) {
-          return { content: `${server} returned a result larger than ${MCP_MAX_MESSAGE_BYTES / 1024 / 1024} MB`, isError: true }
+          return { content: `${server} returned a result larger than ${MCP_MAX_MESSAGE_BYTES / 1024 / 1024} MB`, isError: true, errorType: String(error.code) }
         }
-        return { content: `${server} returned an error`, isError: true }
+        // A JSON-RPC error answer: traces name its code (`-32603`).
+        return { content: `${server} returned an error`, isError: true, errorType: String(error.code) }
       }
       // Not a protocol answer: the transport failed (a remote server gone); reconnect in the background.
       this.#lost(generation, errorText(error))

@@ -1,5 +1,5 @@
 // MCP to agent: tool names (`<server>__<tool>`), input schemas, and call results as the text the model reads.
-import type { ToolSpec } from '../../llm/types.js'
+import type { ToolSpec } from '../../domain/types.js'
 
 /** Longest tool name both providers accept. */
 export const MAX_TOOL_NAME_LENGTH = 64

@@ -1,6 +1,6 @@
 // Every configured MCP server: connected in parallel, their tools kept in the registry as they come and go.
 import type { ToolRegistry } from '../registry.js'
-import type { McpServerConfig } from '../../config/mcp-file.js'
+import type { McpServerConfig } from './server-config.js'
 import { McpConnection, type McpConnectionOptions, type McpLogger, type McpServerState } from './connection.js'
 
 /** Options of {@link createMcpServers}. */
@@ -34,6 +34,10 @@ export function createMcpServers (configs: ReadonlyMap<string, McpServerConfig>,
       await Promise.all(connections.map(async (connection) => { await connection.start() }))
     },
     /** Each server's state, with the reason when it is not up. */
+    /** How server `name` is reached (transport, address, session id), for tool spans; undefined for an unknown name. */
+    endpoint (name: string): McpConnection['endpoint'] | undefined {
+      return connections.find((connection) => connection.name === name)?.endpoint
+    },
     statuses (): Record<string, { state: McpServerState, reason?: string }> {
       return Object.fromEntries(connections.map((connection) => [connection.name, connection.status]))
     },

@@ -2,16 +2,16 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { refuseGatedTools } from '../../../lib/agent/approvals.js'
 import { agentResponse, chatRunSpec } from '../../../lib/dialects/v1/request.js'
-import { parseImage } from '../../../lib/images.js'
-import type { ImageBlock } from '../../../lib/llm/types.js'
+import { parseImage } from '../../../lib/input/images.js'
+import type { ImageBlock } from '../../../lib/domain/types.js'
 import { textChunks } from '../../../lib/dialects/v1/text-chunks.js'
 import { resumableIn } from '../../../plugins/resumable.js'
-import { RequestValidationError, type ValidationIssue } from '../../../lib/validation.js'
+import { RequestValidationError, type ValidationIssue } from '../../../lib/input/validation.js'
 import {
   AgentResponse, BODY_LIMIT_BYTES, MAX_IMAGE_BYTES, MAX_IMAGES, SseResponse, V2_BODY_LIMIT, V2_BYTES_PER_IMAGE, multimodalRequestSchema,
 } from '../../../schemas/chat.js'
 import { modelErrorResponses } from '../../../schemas/common.js'
-import { createJsonBodyBudget } from '../../../lib/body-budget.js'
+import { createJsonBodyBudget } from '../../../lib/input/body-budget.js'
 
 const v2ChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post('/chat', {

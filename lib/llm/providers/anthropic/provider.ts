@@ -40,6 +40,8 @@ export function createAnthropicProvider (options: AnthropicProviderOptions): LLM
     // The shared provider retries instead: the SDK honours retry-after with no upper bound.
     maxRetries: 0,
     timeout: attemptTimeoutMs(options),
+    // The SDK's own spans and trace headers stay off: traces and `traceparent` are the service's (README "Traces").
+    openTelemetry: { traces: false, propagation: false },
   })
   if (!legacyVersion) {
     options.logger?.info({ apiVersion: options.apiVersion ?? 'sdk default' },
@@ -54,8 +56,8 @@ export function createAnthropicProvider (options: AnthropicProviderOptions): LLM
     },
     openStream (request: ModelRequest) {
       const params = toParams(request, legacyVersion)
-      return async (signal, timeout) => {
-        const { data, request_id: requestId } = await client.messages.create({ ...params, stream: true }, { signal, timeout, maxRetries: 0 }).withResponse()
+      return async (signal, timeout, headers) => {
+        const { data, request_id: requestId } = await client.messages.create({ ...params, stream: true }, { signal, timeout, maxRetries: 0, ...(headers === undefined ? {} : { headers }) }).withResponse()
         return { requestId, events: iteratorEvents(data) }
       }
     },

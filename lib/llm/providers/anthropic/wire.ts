@@ -1,8 +1,9 @@
 // Anthropic Messages API wire mapping: provider-neutral requests to SDK parameters, answers and stream events back.
 import type Anthropic from '@anthropic-ai/sdk'
-import { LLMServiceError } from '../../../errors.js'
+import { LLMServiceError } from '../../../domain/errors.js'
 import { isRecord } from '../../upstream-errors.js'
-import type { ChatTurn, ModelRequest, ModelResponse, ModelStreamEvent, StopReason, TextBlock, ToolUseBlock, Usage } from '../../types.js'
+import type { ModelRequest, ModelResponse, ModelStreamEvent, StopReason } from '../../types.js'
+import type { ChatTurn, TextBlock, ToolUseBlock, Usage } from '../../../domain/types.js'
 import { IncompleteStreamError, type StreamDecoder } from '../stream-attempt.js'
 
 /** `temperature` is sent only on the legacy API version; the SDK 1.x types no longer declare it. */
@@ -16,6 +17,32 @@ function withoutInputErrors (content: ChatTurn['content']): ChatTurn['content'] 
     const { inputError: _inputError, ...rest } = block
     return rest
   })
+}
+
+/** The Messages API's usage counts (cache counts optional: absent on older answers, null on some). */
+interface WireUsage {
+  input_tokens?: number | null
+  output_tokens?: number | null
+  cache_read_input_tokens?: number | null
+  cache_creation_input_tokens?: number | null
+}
+
+const count = (value: number | null | undefined): number => (typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : 0)
+
+/**
+ * Normalised usage: `input_tokens` counts every input token, cached or not (the API's `input_tokens` is only
+ * the uncached part); cache reads and writes are parts of it, never added again.
+ */
+export function usageOf (usage: WireUsage): Usage {
+  const read = count(usage.cache_read_input_tokens)
+  const write = count(usage.cache_creation_input_tokens)
+  const normalised: Usage = { input_tokens: count(usage.input_tokens) + read + write, output_tokens: count(usage.output_tokens) }
+  // The cache parts only when the API reported them (an answer without caching keeps its plain shape).
+  if (typeof usage.cache_read_input_tokens === 'number' || typeof usage.cache_creation_input_tokens === 'number') {
+    normalised.cache_read_tokens = read
+    normalised.cache_write_tokens = write
+  }
+  return normalised
 }
 
 /** Maps a provider-neutral request onto Messages API parameters. */
@@ -43,17 +70,20 @@ export function toResponse (message: Anthropic.Message, requestId: string | null
     model: message.model,
     content,
     stopReason: message.stop_reason,
-    usage: { input_tokens: message.usage.input_tokens, output_tokens: message.usage.output_tokens },
+    usage: usageOf(message.usage),
   }
   if (typeof requestId === 'string') response.requestId = requestId
+  response.id = message.id
   return response
 }
 
 /** Assembles a streamed message from raw events; turns each event into what the provider yields. */
 export class StreamAssembler implements StreamDecoder<Anthropic.RawMessageStreamEvent> {
   model: string
+  /** The message id of `message_start`. */
+  id: string | undefined
   stopReason: StopReason | null = null
-  readonly usage: Usage = { input_tokens: 0, output_tokens: 0 }
+  usage: Usage = { input_tokens: 0, output_tokens: 0 }
   readonly #blocks = new Map<number, { type: 'text', text: string } | { type: 'tool_use', id: string, name: string, json: string }>()
   readonly #onUsage: ((usage: Usage) => void) | undefined
 
@@ -72,8 +102,8 @@ export class StreamAssembler implements StreamDecoder<Anthropic.RawMessageStream
     switch (event.type) {
       case 'message_start':
         this.model = event.message.model
-        this.usage.input_tokens = event.message.usage.input_tokens
-        this.usage.output_tokens = event.message.usage.output_tokens
+        this.id = event.message.id
+        this.usage = usageOf(event.message.usage)
         this.#onUsage?.({ ...this.usage })
         return undefined
       case 'content_block_start': {
@@ -93,9 +123,13 @@ export class StreamAssembler implements StreamDecoder<Anthropic.RawMessageStream
       }
       case 'message_delta':
         this.stopReason = event.delta.stop_reason
-        // A running total that replaces the last; input counts come along on newer API versions.
-        this.usage.output_tokens = event.usage.output_tokens
-        if (typeof event.usage.input_tokens === 'number') this.usage.input_tokens = event.usage.input_tokens
+        // Cumulative counts that replace the last; input and cache counts come along on newer API versions.
+        this.usage = usageOf({
+          input_tokens: event.usage.input_tokens ?? this.usage.input_tokens - (this.usage.cache_read_tokens ?? 0) - (this.usage.cache_write_tokens ?? 0),
+          output_tokens: event.usage.output_tokens,
+          cache_read_input_tokens: event.usage.cache_read_input_tokens ?? this.usage.cache_read_tokens ?? null,
+          cache_creation_input_tokens: event.usage.cache_creation_input_tokens ?? this.usage.cache_write_tokens ?? null,
+        })
         this.#onUsage?.({ ...this.usage })
         return undefined
       case 'message_stop':
@@ -122,6 +156,7 @@ export class StreamAssembler implements StreamDecoder<Anthropic.RawMessageStream
     }
     const response: ModelResponse = { model: this.model, content, stopReason: this.stopReason, usage: { ...this.usage } }
     if (typeof requestId === 'string') response.requestId = requestId
+    if (this.id !== undefined) response.id = this.id
     return response
   }
 }

@@ -1,9 +1,8 @@
 // Offline provider (README, "Models and providers"): no network, deterministic echo, tool calls from simple rules.
 import { throwIfAborted } from '../../abort.js'
 import { estimateTextTokens, estimateTokens } from '../../tokens.js'
-import type {
-  ChatTurn, ContentBlock, LLMProvider, ModelRequest, ModelResponse, ModelStreamEvent, TextBlock, ToolUseBlock,
-} from '../../types.js'
+import type { LLMProvider, ModelRequest, ModelResponse, ModelStreamEvent } from '../../types.js'
+import type { ChatTurn, ContentBlock, TextBlock, ToolUseBlock } from '../../../domain/types.js'
 
 /** The model name the offline provider reports. */
 export const OFFLINE_MODEL = 'offline'

@@ -84,10 +84,11 @@ export function createOpenAIProvider (options: OpenAIProviderOptions): LLMProvid
     },
     openStream (request: ModelRequest) {
       const params = toParams(request)
-      return async (signal, timeout) => {
+      return async (signal, timeout, headers) => {
         // The raw response (HTTP errors still throw the SDK's APIError); its body is read by SseReader.
         const response = await client.chat.completions.create(
-          { ...params, stream: true, stream_options: { include_usage: true } }, { signal, timeout, maxRetries: 0 }).asResponse()
+          { ...params, stream: true, stream_options: { include_usage: true } },
+          { signal, timeout, maxRetries: 0, ...(headers === undefined ? {} : { headers }) }).asResponse()
         if (response.body === null) throw new IncompleteStreamError('OpenAI API answered with no body')
         return { requestId: response.headers.get('x-request-id'), events: new SseReader(response.body as unknown as AsyncIterable<Uint8Array>, 'OpenAI') }
       }

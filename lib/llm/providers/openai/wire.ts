@@ -4,7 +4,8 @@ import type {
   ChatCompletion, ChatCompletionChunk, ChatCompletionContentPart, ChatCompletionMessageParam, ChatCompletionMessageToolCall,
 } from 'openai/resources/chat/completions'
 import { isRecord } from '../../upstream-errors.js'
-import type { ChatTurn, ModelResponse, ModelStreamEvent, StopReason, TextBlock, ToolUseBlock, Usage } from '../../types.js'
+import type { ModelResponse, ModelStreamEvent, StopReason } from '../../types.js'
+import type { ChatTurn, TextBlock, ToolUseBlock, Usage } from '../../../domain/types.js'
 import type { SseEvent } from '../sse-reader.js'
 import { IncompleteStreamError, type StreamDecoder } from '../stream-attempt.js'
 
@@ -100,7 +101,15 @@ function stopReason (finish: string | null | undefined, hasToolCalls: boolean): 
 function usageOf (usage: unknown): Usage {
   if (!isRecord(usage)) return { input_tokens: 0, output_tokens: 0 }
   const count = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) && value >= 0 ? Math.round(value) : 0)
-  return { input_tokens: count(usage['prompt_tokens']), output_tokens: count(usage['completion_tokens']) }
+  // prompt_tokens already includes the cached ones; OpenAI-compatible servers report no cache writes.
+  const details = usage['prompt_tokens_details']
+  const normalised: Usage = { input_tokens: count(usage['prompt_tokens']), output_tokens: count(usage['completion_tokens']) }
+  // The cache part only when the server reported it.
+  if (isRecord(details) && typeof details['cached_tokens'] === 'number') {
+    normalised.cache_read_tokens = count(details['cached_tokens'])
+    normalised.cache_write_tokens = 0
+  }
+  return normalised
 }
 
 export function toResponse (completion: ChatCompletion, model: string, requestId: string | null | undefined): ModelResponse {
@@ -126,6 +135,8 @@ export function toResponse (completion: ChatCompletion, model: string, requestId
     usage: usageOf(completion.usage),
   }
   if (typeof requestId === 'string') response.requestId = requestId
+  if (typeof completion.id === 'string' && completion.id !== '') response.id = completion.id
+  if (typeof choice.finish_reason === 'string') response.providerStopReason = choice.finish_reason
   return response
 }
 
@@ -136,6 +147,8 @@ export class ChunkAssembler implements StreamDecoder<SseEvent> {
   usage: Usage = { input_tokens: 0, output_tokens: 0 }
   text = ''
   readonly calls = new Map<number, { id?: string, name?: string, args: string }>()
+  /** The completion id the chunks carry. */
+  id: string | undefined
 
   constructor (model: string) {
     this.model = model
@@ -145,6 +158,7 @@ export class ChunkAssembler implements StreamDecoder<SseEvent> {
   apply (chunk: ChatCompletionChunk): string {
     const raw = chunk as unknown as Record<string, unknown>
     if (typeof raw['model'] === 'string' && raw['model'] !== '') this.model = raw['model']
+    if (typeof raw['id'] === 'string' && raw['id'] !== '') this.id = raw['id']
     if (isRecord(raw['usage'])) this.usage = usageOf(raw['usage'])
     const choices = raw['choices']
     if (!Array.isArray(choices)) return ''
@@ -196,6 +210,8 @@ export class ChunkAssembler implements StreamDecoder<SseEvent> {
     for (const [index, call] of calls) content.push(toolUse(call, fallbackCallId(index)))
     const response: ModelResponse = { model: this.model, content, stopReason: stopReason(this.finish, calls.length > 0), usage: { ...this.usage } }
     if (typeof requestId === 'string') response.requestId = requestId
+    if (this.id !== undefined) response.id = this.id
+    if (this.finish !== null) response.providerStopReason = this.finish
     return response
   }
 }

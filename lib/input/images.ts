@@ -1,5 +1,5 @@
 // Image input for /api/v2/chat: base64 or data: URLs, type sniffed from the bytes, size-checked.
-import type { ImageBlock, ImageMediaType } from './llm/types.js'
+import type { ImageBlock, ImageMediaType } from '../domain/types.js'
 import type { ValidationIssue } from './validation.js'
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/

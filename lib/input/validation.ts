@@ -1,5 +1,5 @@
 // Turns Ajv/Fastify validation failures into the `{detail: [{loc, msg, type}]}` body of DECISIONS section 4.
-import { MAX_TOTAL_CHARS_KEYWORD, MAX_TOTAL_TEXT_CHARS } from '../schemas/common.js'
+import { MAX_TOTAL_CHARS_KEYWORD, MAX_TOTAL_TEXT_CHARS } from '../../schemas/common.js'
 
 export interface ValidationIssue { loc: Array<string | number>, msg: string, type: string }
 
