@@ -5,7 +5,7 @@ import { createAgentService, type Continuation, type EventSink, type PreparedRun
 import type { ApprovalRecord } from '../lib/stores/run-store.js'
 import type { AgentResult } from '../lib/agent/run.js'
 import type { RunSpec } from '../lib/agent/spec.js'
-import { approvalMatcher } from '../lib/agent/approval-policy.js'
+import { approvalMatcher } from '../lib/config/approval-policy.js'
 import { UsageTally } from '../lib/agent/usage.js'
 import { openSseStream, type SseWriter } from '../lib/http/sse.js'
 import type { StreamFormat } from '../lib/agent/stream-format.js'

@@ -5,7 +5,7 @@ import type { ToolResultBlock } from '../domain/types.js'
 import type { ApprovalFamily, ApprovalRecord, PausedRun, RunStore } from '../stores/run-store.js'
 import { RequestValidationError } from '../input/validation.js'
 import type { ApprovalDecision } from './run.js'
-import type { RunState } from './state.js'
+import { isRunState, type RunState } from './state.js'
 
 /** One answer of a continuation request. */
 export interface ApprovalAnswer { id: string, approved: boolean, reason?: string | undefined }
@@ -42,6 +42,12 @@ export function openApprovals (run: PausedRun | null, now: number): PendingAppro
 }
 
 const notFound = () => new HttpError(404, 'Approval not found')
+
+/** A paused run's state; one of another version (saved by an older release) is not continued: 404. */
+export function pausedState (run: PausedRun): RunState {
+  if (!isRunState(run.state)) throw notFound()
+  return run.state
+}
 const answered = () => new HttpError(409, 'Approval already answered')
 
 /** The store failed: a 503 `{detail}` (the layout renders it). */
@@ -113,13 +119,14 @@ export function supersededResults (run: PausedRun, now: number): ToolResultBlock
   const expired = run.approvals.every((approval) => approval.expiresAt <= now)
   const text = expired ? EXPIRED_TEXT : SUPERSEDED_TEXT
   const order = new Map<string, number>()
-  const last = run.state.turns.at(-1)
+  const state = pausedState(run)
+  const last = state.turns.at(-1)
   if (last !== undefined && Array.isArray(last.content)) {
     for (const block of last.content) if (block.type === 'tool_use') order.set(block.id, order.size)
   }
   const results: ToolResultBlock[] = [
-    ...run.state.results,
-    ...run.state.pending.map((call): ToolResultBlock => ({ type: 'tool_result', tool_use_id: call.id, content: text, is_error: true })),
+    ...state.results,
+    ...state.pending.map((call): ToolResultBlock => ({ type: 'tool_result', tool_use_id: call.id, content: text, is_error: true })),
   ]
   return results.sort((a, b) => (order.get(a.tool_use_id) ?? 0) - (order.get(b.tool_use_id) ?? 0))
 }

@@ -7,7 +7,7 @@ import { boundConversationRecord } from '../stores/conversation-bounds.js'
 import type { ApprovalRecord, PausedRun, RunStore } from '../stores/run-store.js'
 import type { ConversationLog, SessionStore } from '../stores/types.js'
 import {
-  approvalView, claimAnswers, EXPIRED_TEXT, issueApprovals, newApprovalId, supersededResults,
+  approvalView, claimAnswers, EXPIRED_TEXT, issueApprovals, newApprovalId, pausedState, supersededResults,
   type AnswerScope, type ApprovalAnswer,
 } from './approvals.js'
 import type { StreamFormat } from './stream-format.js'
@@ -344,7 +344,7 @@ export function createAgentService (ports: AgentPorts) {
     for (const approval of paused.approvals) {
       approvals.decided?.(approval.tool, decisions.get(approval.callId)?.approved === true ? 'approved' : 'denied')
     }
-    const state = paused.state
+    const state = pausedState(paused)
     state.inputLength = state.turns.length
     state.content = ''
     state.toolCalls = []

@@ -3,7 +3,7 @@
 import { envSchema } from 'env-schema'
 import { isIP } from 'node:net'
 import { EnvSchema, type Env } from '../../schemas/config.js'
-import { parseApprovalPatterns } from '../agent/approval-policy.js'
+import { parseApprovalPatterns } from './approval-policy.js'
 import { ConfigError } from '../domain/errors.js'
 import { isProviderKind, providerNamesText, type ProviderKind } from '../llm/providers/registry.js'
 import { checkRedisSettings } from '../stores/redis-url.js'

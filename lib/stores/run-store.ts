@@ -1,5 +1,7 @@
 // Paused runs (README "Tool approval"): a run waiting for a person's answer, its approvals, and the atomic answer, in process or in Redis.
-import type { RunState } from '../agent/state.js'
+
+/** A paused run's state: plain JSON the agent reads back (lib/agent/state.ts). */
+export type PausedState = Record<string, unknown> | object
 
 /** The route family an approval was issued on; each answers only its own. */
 export type ApprovalFamily = 'agent' | 'session' | 'ui'
@@ -23,7 +25,8 @@ export interface PausedRun {
   family: ApprovalFamily
   /** The session id (`session`), the UI chat id (`ui`), or '' (`agent`: no scope). */
   scope: string
-  state: RunState
+  /** The run's state as JSON (the agent's RunState; the store does not read it). */
+  state: PausedState
   /** The run's gated calls, in the model's order. */
   approvals: ApprovalRecord[]
   /** The conversation log and memory the run files under. */

@@ -1,6 +1,6 @@
 // TOOL_APPROVAL_REQUIRED: patterns, the startup check, off by default; resumable pauses; a run store that is down.
 import { test } from 'tap'
-import { approvalMatcher, parseApprovalPatterns } from '../../lib/agent/approval-policy.js'
+import { approvalMatcher, parseApprovalPatterns } from '../../lib/config/approval-policy.js'
 import { ConfigError, loadConfig } from '../../lib/config/config.js'
 import { createMemoryRunStore, type RunStore } from '../../lib/stores/run-store.js'
 import { ROOMY_LIMITS, readAgentEvents } from '../helpers/agent.js'

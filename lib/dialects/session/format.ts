@@ -1,6 +1,6 @@
 // `POST /chat/stream` (and `stream: true` on `/chat`): text chunks, `[DONE]`, `{'error': '<text>'}`.
 import type { StreamFormat } from '../../agent/stream-format.js'
-import { namedEvent } from '../../named-events.js'
+import { namedEvent } from '../../domain/named-events.js'
 import { approvalsOf } from '../approvals.js'
 import { DONE, textChunk } from '../text-chunk.js'
 
