@@ -1,10 +1,12 @@
 // Agent plugin: Fastify glue of the agent service (lib/agent/service.ts): a request's run context and its SSE or stream-log sink.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { createAgentService, type EventSink, type PreparedRun, type RunContext } from '../lib/agent/service.js'
+import { createAgentService, type Continuation, type EventSink, type PreparedRun, type RunContext } from '../lib/agent/service.js'
+import type { ApprovalRecord } from '../lib/stores/run-store.js'
 import type { AgentResult } from '../lib/agent/run.js'
 import type { RunSpec } from '../lib/agent/spec.js'
 import type { RunState } from '../lib/agent/state.js'
+import { approvalMatcher } from '../lib/config/approval-policy.js'
 import { UsageTally } from '../lib/agent/usage.js'
 import { openSseStream, type SseWriter } from '../lib/http/sse.js'
 import type { StreamFormat } from '../lib/agent/stream-format.js'
@@ -205,6 +207,7 @@ function logSink (opened: Awaited<ReturnType<FastifyInstance['resumable']['open'
 
 function createAgent (app: FastifyInstance) {
   const { config } = app
+  const needsApproval = approvalMatcher(config.approvalPatterns)
   const service = createAgentService({
     sessions: app.stores.sessions,
     conversations: app.stores.conversations,
@@ -219,6 +222,16 @@ function createAgent (app: FastifyInstance) {
       memoryMaxTokens: config.MEMORY_MAX_TOKENS,
       defaultMaxTokens: app.llm.defaultMaxTokens,
     },
+    // Tool approval is off (no store calls, every route as before) unless TOOL_APPROVAL_REQUIRED names a tool.
+    ...(config.approvalPatterns.length === 0 ? {} : { needsApproval }),
+    approvals: config.approvalPatterns.length === 0
+      ? undefined
+      : {
+          store: app.stores.runs,
+          ttlSeconds: config.TOOL_APPROVAL_TTL_SECONDS,
+          requested: (tool) => { app.metrics.toolApprovalRequests.inc({ tool }) },
+          decided: (tool, decision) => { app.metrics.toolApprovals.inc({ tool, decision }) },
+        },
   })
 
   /** Opens the response's stream: a resumable stream's log, or the client's own SSE response. */
@@ -243,9 +256,20 @@ function createAgent (app: FastifyInstance) {
   return {
     service,
 
-    /** Runs the agent for a JSON answer (see the service); a client that leaves aborts the model call. */
-    async json (request: FastifyRequest, reply: FastifyReply, spec: RunSpec, dialect = 'json'): Promise<AgentResult> {
-      const result = await service.json(contextOf(request, reply, disconnectSignal(request, reply)), spec, dialect)
+    /** Whether calls of tool `name` wait for a person's approval (TOOL_APPROVAL_REQUIRED). */
+    needsApproval,
+
+    /**
+     * Runs the agent for a JSON answer (see the service), or continues a paused run with `{continuation}`;
+     * a client that leaves aborts the model call.
+     */
+    async json (
+      request: FastifyRequest, reply: FastifyReply, spec: RunSpec | { continuation: Continuation }, dialect = 'json'
+    ): Promise<AgentResult & { approvals: ApprovalRecord[] }> {
+      const context = contextOf(request, reply, disconnectSignal(request, reply))
+      const result = 'continuation' in spec
+        ? await service.continueJson(context, spec.continuation, dialect)
+        : await service.json(context, spec, dialect)
       // Sent after settlement: `remaining` counts this request's real usage.
       reply.headers(await app.budgets.headers(request.identity, request.id))
       return result
@@ -257,10 +281,12 @@ function createAgent (app: FastifyInstance) {
      * run's events go to the stream log; `onOpen` is told the new stream's id.
      */
     async stream (
-      request: FastifyRequest, reply: FastifyReply, spec: RunSpec, format: StreamFormat,
+      request: FastifyRequest, reply: FastifyReply, spec: RunSpec | { continuation: Continuation }, format: StreamFormat,
       options: {
         resumable?: StreamLayout
         onOpen?: (streamId: string) => Promise<void>
+        /** A continuation's answered calls in the model's order, once claimed (before any payload). */
+        onAnswered?: (answered: Array<{ toolCallId: string, approved: boolean }>) => void
         /** Send nothing, headers included, before the first payload; an error before it is thrown (a plain HTTP error). */
         deferHeaders?: boolean
         /** Awaited before the payloads that end the stream are sent (with `deferHeaders`): the run's state at its end. */
@@ -269,7 +295,18 @@ function createAgent (app: FastifyInstance) {
     ): Promise<void> {
       app.llm.limiter.assertAvailable()
       // Prepared before the stream opens: a session store that is down is a plain 503.
-      const run = await service.prepare(contextOf(request, reply, NOT_ABORTED), spec, format.name)
+      const context = contextOf(request, reply, NOT_ABORTED)
+      // A continuation's answers are claimed here too: a refused one (404, 409, 422) is a plain HTTP error.
+      const run = 'continuation' in spec
+        ? await service.prepareContinuation(context, spec.continuation, format.name)
+        : await service.prepare(context, spec, format.name)
+      if (run.decisions !== undefined) {
+        const decisions = run.decisions
+        options.onAnswered?.(run.state.pending.flatMap((call) => {
+          const decision = decisions.get(call.id)
+          return decision === undefined ? [] : [{ toolCallId: call.id, approved: decision.approved }]
+        }))
+      }
       const usage = new UsageTally(run.state.usage)
       if (options.deferHeaders === true) {
         // Nothing, headers included, before the model's first output (the OpenAI-compatible routes): a refusal or

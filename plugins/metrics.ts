@@ -103,6 +103,18 @@ export function createMetrics (options: CreateMetricsOptions = {}) {
     labelNames: ['tool', 'outcome'] as const,
     registers,
   })
+  const toolApprovalRequests = new Counter({
+    name: 'agent_tool_approval_requests_total',
+    help: 'Approvals issued for tool calls that wait for a person (TOOL_APPROVAL_REQUIRED), by tool',
+    labelNames: ['tool'] as const,
+    registers,
+  })
+  const toolApprovals = new Counter({
+    name: 'agent_tool_approvals_total',
+    help: 'Approvals answered (approved, denied) or superseded by a new message, by tool and decision',
+    labelNames: ['tool', 'decision'] as const,
+    registers,
+  })
   const mcpServerUp = new Gauge({
     name: 'agent_mcp_server_up',
     help: 'Whether each MCP server of MCP_CONFIG_FILE is connected (1) or not (0)',
@@ -145,6 +157,8 @@ export function createMetrics (options: CreateMetricsOptions = {}) {
     llmTimeToFirstToken,
     llmFallbacks,
     toolCalls,
+    toolApprovalRequests,
+    toolApprovals,
     mcpServerUp,
     rateLimited,
     rateLimitStoreErrors,

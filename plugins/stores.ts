@@ -12,6 +12,8 @@ import { streamLogConnections } from '../lib/stores/redis-stream-log/connections
 import { createRedisStreamLog } from '../lib/stores/redis-stream-log/log.js'
 import { createMemoryChatStreamIndex, createRedisChatStreamIndex, type ChatStreamIndex } from '../lib/stores/chat-streams.js'
 import { createMemoryResponseStore, createRedisResponseStore, type ResponseStore } from '../lib/stores/responses.js'
+import { createMemoryRunStore, type RunStore } from '../lib/stores/run-store.js'
+import { createRedisRunStore } from '../lib/stores/redis-run-store.js'
 import { createMemoryDetachedRuns, createRedisDetachedRuns, type DetachedRuns } from '../lib/stores/detached-runs.js'
 
 /** How long a detached run counts without its process refreshing it (README, resumable streams). */
@@ -27,6 +29,8 @@ export interface Stores {
   chatStreams: ChatStreamIndex
   /** Stored responses of `POST /v1/responses` (DECISIONS 17). */
   responses: ResponseStore
+  /** Runs paused for a person's approval (README "Tool approval"). */
+  runs: RunStore
   /** Runs of each identity going on without a client (MAX_DETACHED_RUNS_PER_IDENTITY), shared by replicas with Redis. */
   detachedRuns: DetachedRuns
   /** `redis` when REDIS_URL is set (one Redis or a Redis Cluster), else `memory`. */
@@ -45,6 +49,8 @@ export interface StoresPluginOptions {
 export default fp<StoresPluginOptions>(async (app, options) => {
   const config = app.config
   let stores: Stores
+  // A paused run outlives its approvals by an hour: a new message after the expiry still finds the results of the calls that ran.
+  const runRetention = { ttlSeconds: config.TOOL_APPROVAL_TTL_SECONDS, retainSeconds: config.TOOL_APPROVAL_TTL_SECONDS + 3600 }
   if (config.REDIS_URL === '') {
     stores = {
       kind: 'memory',
@@ -57,6 +63,7 @@ export default fp<StoresPluginOptions>(async (app, options) => {
       streamLog: createMemoryStreamLog({ ttlSeconds: config.STREAM_RESUME_TTL_SECONDS }),
       chatStreams: createMemoryChatStreamIndex({ ttlSeconds: config.STREAM_RESUME_TTL_SECONDS, maxEntries: config.MAX_SESSIONS }),
       responses: createMemoryResponseStore({ ttlSeconds: config.SESSION_TTL_SECONDS, maxEntries: config.MAX_SESSIONS }),
+      runs: createMemoryRunStore({ ...runRetention, maxRuns: config.MAX_SESSIONS }),
       detachedRuns: createMemoryDetachedRuns({ leaseMs: DETACHED_LEASE_MS }),
     }
   } else {
@@ -92,6 +99,7 @@ export default fp<StoresPluginOptions>(async (app, options) => {
       }),
       chatStreams: createRedisChatStreamIndex(redis, { prefix, ttlSeconds: config.STREAM_RESUME_TTL_SECONDS }),
       responses: createRedisResponseStore(redis, { prefix, ttlSeconds: config.SESSION_TTL_SECONDS }),
+      runs: createRedisRunStore(redis, { prefix, ...runRetention }),
       detachedRuns: createRedisDetachedRuns(redis, { prefix, leaseMs: DETACHED_LEASE_MS }),
     }
     // /ready shows `failed: unavailable` for a failing check; the driver's error goes to the log only.
@@ -108,6 +116,7 @@ export default fp<StoresPluginOptions>(async (app, options) => {
   app.addHook('onClose', async () => {
     await Promise.allSettled([
       stores.sessions.close(), stores.rateLimit.close(), stores.conversations.close(), stores.streamLog.close(), stores.chatStreams.close(), stores.responses.close(), stores.detachedRuns.close(),
+      stores.runs.close(),
     ])
   })
 }, { name: 'stores', dependencies: ['config', 'lifecycle', 'metrics'], fastify: '5.x' })

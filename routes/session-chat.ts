@@ -7,6 +7,9 @@ import type { RunSpec } from '../lib/agent/spec.js'
 import { assertAllowedContent } from '../lib/input/content-policy.js'
 import { sessionChunks } from '../lib/dialects/session/format.js'
 import { resumableIn } from '../plugins/resumable.js'
+import { approvalView, requestKind } from '../lib/agent/approvals.js'
+import type { Continuation } from '../lib/agent/service.js'
+import { RequestValidationError } from '../lib/input/validation.js'
 import { SessionChatRequest, SessionChatResponse, SseResponse } from '../schemas/chat.js'
 import { modelErrorResponses } from '../schemas/common.js'
 
@@ -16,16 +19,36 @@ import { modelErrorResponses } from '../schemas/common.js'
  */
 const chatErrorResponses = {
   ...modelErrorResponses,
+  404: Type.Ref('DetailError'),
+  409: Type.Ref('DetailError'),
   500: Type.Union([Type.Ref('InternalErrorBody'), Type.Ref('AgentErrorBody'), Type.Ref('DetailError')]),
 }
 
-/** Checks the message; the run continues session `session_id` (a new one when none was given) with every tool. */
-function sessionRun (body: Static<typeof SessionChatRequest>): { sessionId: string, spec: RunSpec } {
-  assertAllowedContent(body.message, ['body', 'message'])
+type SessionChatBody = Static<typeof SessionChatRequest>
+
+/**
+ * The run a request asks for: a new message continues session `session_id` (a new one when none was given)
+ * with every tool; `approvals` instead continue the session's run paused for approval (README "Tool approval").
+ */
+function sessionRun (body: SessionChatBody): { sessionId: string, spec: RunSpec | { continuation: Continuation } } {
+  if (requestKind(body, 'message') === 'continuation') {
+    if (body.session_id === undefined || body.session_id === null) {
+      throw new RequestValidationError([{ loc: ['body', 'session_id'], msg: '`session_id` is required with `approvals`', type: 'missing' }])
+    }
+    const sessionId = body.session_id
+    return { sessionId, spec: { continuation: { family: 'session', scope: sessionId, answers: body.approvals ?? [], loc: ['body', 'approvals'] } } }
+  }
+  const message = body.message ?? ''
+  assertAllowedContent(message, ['body', 'message'])
   const sessionId = body.session_id ?? randomUUID()
   return {
     sessionId,
-    spec: { messages: [{ role: 'user', content: body.message }], tools: 'all', memory: { id: sessionId, save: 'turns' } },
+    spec: {
+      messages: [{ role: 'user', content: message }],
+      tools: 'all',
+      memory: { id: sessionId, save: 'turns' },
+      approval: { family: 'session', scope: sessionId },
+    },
   }
 }
 
@@ -42,7 +65,9 @@ const sessionChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
     schema: {
       tags: ['agent'],
       summary: 'Chat with the agent in a session (JSON, or SSE with stream: true)',
-      description: 'The agent may call tools. Without `session_id` a new session starts; its id comes back in the answer.',
+      description: 'The agent may call tools. Without `session_id` a new session starts; its id comes back in the answer. ' +
+        'A call of a tool that needs approval (TOOL_APPROVAL_REQUIRED) does not run: the answer lists it in `pending_approvals`; ' +
+        'continue with `{"session_id", "approvals": [{"id", "approved", "reason"?}, ...]}` instead of `message`.',
       operationId: 'postChat',
       body: SessionChatRequest,
       response: { 200: { ...SseResponse, content: { 'application/json': { schema: SessionChatResponse }, ...SseResponse.content } }, ...chatErrorResponses },
@@ -56,6 +81,7 @@ const sessionChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
       content: result.content,
       session_id: sessionId,
       tool_calls: result.toolCalls,
+      pending_approvals: result.approvals.map(approvalView),
       metadata: { elapsed_seconds: Math.round(performance.now() - started) / 1000 },
     }
   })
@@ -66,10 +92,11 @@ const sessionChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
       tags: ['agent'],
       summary: 'Chat with the agent in a session as an SSE stream of text chunks',
       description: "Each message is `data: <chunk>`; the stream ends with `data: [DONE]`, or `data: {'error': '<text>'}` on failure. " +
-        'The session id is in the `X-Session-Id` response header.',
+        'The session id is in the `X-Session-Id` response header. A run paused for approval sends, before `[DONE]`, one ' +
+        '`event: approval_required` per pending approval with `data: {id, tool, args, expires_at}`; continue as on POST /chat.',
       operationId: 'postChatStream',
       body: SessionChatRequest,
-      response: { 200: SseResponse, ...modelErrorResponses },
+      response: { 200: SseResponse, ...chatErrorResponses },
     },
   }, async (request, reply) => answerStream(request, reply, request.body))
 }

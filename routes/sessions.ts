@@ -23,6 +23,8 @@ const sessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
       messages: record.turns,
       created_at: new Date(record.createdAt).toISOString(),
       updated_at: new Date(record.updatedAt).toISOString(),
+      // What waits for an answer, so a client that lost the answer finds it.
+      pending_approvals: await app.agent.service.waitingApprovals(request.identity, { family: 'session', scope: request.params.id }),
     }
   })
 
@@ -36,6 +38,7 @@ const sessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
   }, async (request, reply) => {
     const deleted = await app.stores.sessions.delete(request.identity, request.params.id).catch(sessionStoreDown)
+    await app.agent.service.dropWaiting(request.identity, { family: 'session', scope: request.params.id })
     if (!deleted) throw new HttpError(404, 'Session not found')
     return reply.code(204).send(null)
   })

@@ -79,6 +79,42 @@ export function chatRequestSchema (models: readonly string[]) {
   }, { description: 'ChatRequest, optionally with AgentRequest fields' })
 }
 
+/** Most answers one continuation may carry. */
+export const MAX_APPROVAL_ANSWERS = 100
+
+/** `approvals` of a continuation (README "Tool approval"): answers to every pending approval of one paused turn. */
+export const ApprovalAnswers = Type.Array(Type.Object({
+  id: Type.String({ minLength: 1, maxLength: 256, description: 'A pending approval\'s id' }),
+  approved: Type.Boolean({ description: 'true runs the call exactly as the model made it; false tells the model it was denied' }),
+  reason: Type.Optional(Type.String({ maxLength: 2000, description: 'Why; reaches the model only with a denial' })),
+}), {
+  minItems: 1,
+  maxItems: MAX_APPROVAL_ANSWERS,
+  description: `Answers to every pending approval of one paused turn (1 to ${MAX_APPROVAL_ANSWERS}), each once; instead of the conversation`,
+})
+
+/** A pending approval as answers and events show it. */
+export const PendingApproval = Type.Object({
+  id: Type.String({ description: 'Opaque id (at least 128 random bits) to answer with' }),
+  tool: Type.String({ description: 'The tool the model called' }),
+  args: Type.Record(Type.String(), Type.Unknown(), { description: 'Exactly the model\'s input' }),
+  expires_at: Type.String({ description: 'ISO 8601 UTC time the approval expires (TOOL_APPROVAL_TTL_SECONDS after the pause)' }),
+}, { description: 'A tool call waiting for a person\'s approval' })
+
+/**
+ * POST /api/v1/agent/stream: a ChatRequest with AgentRequest fields, or a continuation: `approvals` instead
+ * of `messages` (with at most `resumable` and `stream`).
+ */
+export function agentStreamRequestSchema (models: readonly string[]) {
+  return Type.Object({
+    messages: Type.Optional(MessageList()),
+    approvals: Type.Optional(ApprovalAnswers),
+    stream: Type.Optional(Type.Boolean({ description: 'Ignored: this route always streams' })),
+    ...resumableField,
+    ...agentFields(models),
+  }, { description: 'AgentRequest (`messages`), or a continuation of a run paused for approval (`approvals`)' })
+}
+
 export const SimpleChatRequest = Type.Object({
   message: Type.String({ minLength: 1, maxLength: 32000, description: 'The user message' }),
   conversation_id: Type.Optional(Type.Union([
@@ -135,7 +171,10 @@ export const SseResponse = {
 
 /** Unversioned ChatRequest (SPEC section 2.2). */
 export const SessionChatRequest = Type.Object({
-  message: Type.String({ minLength: 1, maxLength: 10000, description: 'The user message, 1 to 10000 characters; markup like <script> is refused' }),
+  message: Type.Optional(Type.String({
+    minLength: 1, maxLength: 10000, description: 'The user message, 1 to 10000 characters; markup like <script> is refused. Required unless `approvals` is sent',
+  })),
+  approvals: Type.Optional(ApprovalAnswers),
   session_id: Type.Optional(Type.Union([
     Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9._:-]+$' }),
     Type.Null(),
@@ -148,6 +187,7 @@ export const SessionChatResponse = Type.Object({
   content: Type.String({ description: 'Agent reply' }),
   session_id: Type.String({ description: 'Session id of the conversation' }),
   tool_calls: Type.Array(ToolCall, { description: 'Tool calls made' }),
+  pending_approvals: Type.Array(PendingApproval, { description: 'Tool calls waiting for a person\'s approval ([] when none)' }),
   metadata: Type.Object({
     elapsed_seconds: Type.Number({ description: 'Request duration in seconds' }),
   }, { additionalProperties: true }),
@@ -165,6 +205,7 @@ export const SessionHistory = Type.Object({
   })),
   created_at: Type.String({ description: 'ISO 8601' }),
   updated_at: Type.String({ description: 'ISO 8601' }),
+  pending_approvals: Type.Array(PendingApproval, { description: 'Tool calls of the session waiting for a person\'s approval ([] when none)' }),
 })
 
 export type ChatMessageBody = Static<typeof ChatMessage>

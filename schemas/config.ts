@@ -67,6 +67,8 @@ export const EnvSchema = Type.Object({
   PLAYGROUND: Type.Boolean({ default: true, description: 'Serve the chat page at /playground' }),
   REQUEST_TIMEOUT_SECONDS: Seconds(30, 'A request whose headers and body have not fully arrived by then is cut'),
   STREAM_STALL_SECONDS: Seconds(60, 'A stream whose client reads nothing for this long is closed'),
+  TOOL_APPROVAL_REQUIRED: Type.String({ default: '', description: 'Comma list of tool names (`*` any run of characters) whose calls wait for a person\'s approval' }),
+  TOOL_APPROVAL_TTL_SECONDS: Int(3600, 1, 'A pending approval expires this long after the pause', 86_400 * 30),
   API_KEYS_FILE: Type.Optional(Type.String({ description: 'JSON or YAML file of bearer keys (SHA-256 or key_env) with labels and per-key budgets' })),
   BUDGET_TOKENS_PER_MINUTE: Type.Optional(Type.Integer({ minimum: 0, description: 'Default token budget of every identity: input + output tokens per sliding 60 s' })),
   BUDGET_USD_PER_DAY: Type.Optional(Type.Number({ minimum: 0, maximum: 1e9, description: 'Default spend budget per UTC day, USD' })),

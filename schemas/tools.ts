@@ -6,6 +6,7 @@ export const ToolInfo = Type.Object({
   description: Type.String({ description: 'What the model is told the tool does' }),
   input_schema: Type.Object({}, { additionalProperties: true, description: 'JSON schema of the tool\'s input object' }),
   source: Type.String({ description: '`builtin`, or `mcp:<server>` for a tool of an MCP server of MCP_CONFIG_FILE' }),
+  needs_approval: Type.Boolean({ description: 'Whether a call of this tool waits for a person\'s approval (TOOL_APPROVAL_REQUIRED)' }),
 })
 
 export const ToolList = Type.Object({

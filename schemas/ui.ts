@@ -38,6 +38,11 @@ export const UiMessagePart = Type.Object({
   output: Type.Optional(Type.Unknown({ description: 'Tool output' })),
   errorText: optionalText('Error text of a failed tool call'),
   providerMetadata: Type.Optional(Type.Unknown({ description: 'Provider metadata (not used)' })),
+  approval: Type.Optional(Type.Object({
+    id: Type.String({ minLength: 1, maxLength: 256, description: 'The approval id of the tool-approval-request chunk' }),
+    approved: Type.Optional(Type.Boolean({ description: 'The answer (state approval-responded)' })),
+    reason: Type.Optional(Type.String({ maxLength: 2000, description: 'Why; reaches the model only with a denial' })),
+  }, { description: 'A tool part\'s approval (README "Tool approval")', additionalProperties: true })),
 }, { description: 'A UI message part; input, output and providerMetadata at most 64 KB of JSON and 32 levels deep each; other fields are ignored', additionalProperties: true })
 
 export const UiMessage = Type.Object({

@@ -222,6 +222,45 @@ export async function * drive (state: RunState, ports: RunPorts, options: RunOpt
   throw new AgentError(`Agent stopped after ${state.settings.maxIterations} model calls without a final answer (MAX_ITERATIONS)`)
 }
 
+/** A person's answer to one gated call. */
+export interface ApprovalDecision { approved: boolean, reason?: string | undefined }
+
+/** What the model reads for a denied call (README "Tool approval"). */
+export function denialText (reason: string | undefined): string {
+  return reason === undefined || reason === '' ? 'Tool call denied by the user.' : `Tool call denied by the user: ${reason}`
+}
+
+/**
+ * Answers the gated calls of a paused turn, each with `textOf(call)` as an error result (superseded, expired),
+ * and closes the turn: the next model call reads the whole turn's results. Runs nothing.
+ */
+export function closeUnanswered (state: RunState, textOf: (call: PendingCall) => string): void {
+  for (const call of state.pending) state.results.push(resultBlock(call, { content: textOf(call), isError: true }))
+  state.pending = []
+  closeTurn(state)
+}
+
+/**
+ * Continues a paused run with a person's answers (by call id): an approved call runs exactly as the model
+ * made it (the tool and input kept in the state), with its usual events; a denied one runs nothing and the
+ * model reads the denial as its error result. Then the turn closes and the run goes on as {@link drive}.
+ */
+export async function * resume (
+  state: RunState, ports: RunPorts, options: RunOptions, decisions: ReadonlyMap<string, ApprovalDecision>
+): AsyncGenerator<AgentEvent, RunState> {
+  throwIfAborted(options.signal)
+  for (const call of state.pending) {
+    const decision = decisions.get(call.id)
+    if (call.kind !== 'approval' || decision === undefined) throw new AgentError(`No answer for the waiting call ${call.id}`)
+    if (decision.approved) call.kind = 'run'
+    else state.results.push(resultBlock(call, { content: denialText(decision.reason), isError: true }))
+  }
+  state.pending = state.pending.filter((call) => call.kind === 'run')
+  yield * runPendingCalls(state, ports, options)
+  closeTurn(state)
+  return yield * drive(state, ports, options)
+}
+
 /** A finished run as answers report it. */
 export interface AgentResult {
   /** Every text the model wrote, in order (what the token events carried). */

@@ -2,12 +2,17 @@
 import { AgentError, HttpError, LLMServiceError, publicErrorText, sessionStoreDown } from '../domain/errors.js'
 import { isAbortError } from '../llm/abort.js'
 import type { LLMProvider } from '../llm/types.js'
-import type { ChatTurn } from '../domain/types.js'
+import type { ChatTurn, ContentBlock, ToolResultBlock } from '../domain/types.js'
 import { boundConversationRecord } from '../stores/conversation-bounds.js'
+import type { ApprovalRecord, PausedRun, RunStore } from '../stores/run-store.js'
 import type { ConversationLog, SessionStore } from '../stores/types.js'
+import {
+  approvalView, claimAnswers, EXPIRED_TEXT, issueApprovals, newApprovalId, pausedState, supersededResults,
+  type AnswerScope, type ApprovalAnswer,
+} from './approvals.js'
 import type { StreamFormat } from './stream-format.js'
 import type { RunHooks, RunObserver, RunOutcome } from './hooks.js'
-import { drive, resultOf, type AgentResult, type ToolPort } from './run.js'
+import { drive, resume, resultOf, type AgentResult, type ApprovalDecision, type ToolPort } from './run.js'
 import type { RunSpec } from './spec.js'
 import { newRunState, type RunState } from './state.js'
 import { UsageTally } from './usage.js'
@@ -61,7 +66,28 @@ export interface AgentPorts {
   hooks: () => RunHooks
   provider: LLMProvider
   settings: AgentSettings
+  /** Whether calls of a tool wait for a person's approval (TOOL_APPROVAL_REQUIRED); none: no tool does. */
   needsApproval?: (name: string) => boolean
+  /** Where paused runs live and what approval counts; needed once `needsApproval` gates a tool. */
+  approvals?: ApprovalPorts | undefined
+}
+
+/** What tool approval needs besides the gate: where paused runs live, and the metrics it counts. */
+export interface ApprovalPorts {
+  store: RunStore
+  /** TOOL_APPROVAL_TTL_SECONDS. */
+  ttlSeconds: number
+  /** An approval was issued for a call of `tool`. */
+  requested?: (tool: string) => void
+  /** An approval was answered or superseded. */
+  decided?: (tool: string, decision: 'approved' | 'denied' | 'superseded') => void
+}
+
+/** A continuation: the answers to a paused turn, and where they come from. */
+export interface Continuation extends AnswerScope {
+  answers: readonly ApprovalAnswer[]
+  /** Where the answers sit in the request (422 `loc`). */
+  loc: Array<string | number>
 }
 
 /** Where a stream's payloads go: the client's SSE response, or a resumable stream's log. */
@@ -92,6 +118,10 @@ export interface PreparedRun {
   owner: string
   conversationId: string
   observer: RunObserver | undefined
+  /** A continuation's answers, by call id: the run resumes its paused turn with them. */
+  decisions?: ReadonlyMap<string, ApprovalDecision> | undefined
+  /** The approvals issued when the run paused (for the formats and answers). */
+  approvals?: ApprovalRecord[] | undefined
 }
 
 /** How a run's error ends the hooks' view of it. */
@@ -110,11 +140,45 @@ export function createAgentService (ports: AgentPorts) {
     return [...ports.tools.requireKnown(tools)]
   }
 
+  const approvals = ports.approvals
+
+  /**
+   * A new message on a scope whose run waits: the waiting calls are superseded (or expired), and the model
+   * reads their results before the message. A stored conversation that still ends with unanswered calls
+   * (their run long gone) gets them answered as expired: no call reaches the model without its result.
+   */
+  async function closeWaitingTurn (owner: string, spec: RunSpec, history: ChatTurn[]): Promise<RunSpec> {
+    if (approvals === undefined || spec.approval === undefined || spec.approval.scope === '') return spec
+    const now = Date.now()
+    const run = await approvals.store.supersede(owner, spec.approval.family, spec.approval.scope).catch(sessionStoreDown)
+    let results: ToolResultBlock[] = []
+    if (run !== null) {
+      const expired = run.approvals.every((approval) => approval.expiresAt <= now)
+      if (!expired) for (const approval of run.approvals) approvals.decided?.(approval.tool, 'superseded')
+      // A client-held conversation (UI) carries the waiting calls itself, answered as not run.
+      if (spec.memory === undefined) return spec
+      results = supersededResults(run, now)
+    } else {
+      results = danglingResults(history)
+    }
+    if (results.length === 0) return spec
+    const [first, ...rest] = spec.messages
+    if (first === undefined || first.role !== 'user') return { ...spec, messages: [{ role: 'user', content: results }, ...spec.messages] }
+    const content: ContentBlock[] = typeof first.content === 'string' ? [{ type: 'text', text: first.content }] : first.content
+    return { ...spec, messages: [{ role: 'user', content: [...results, ...content] }, ...rest] }
+  }
+
   async function prepare (context: RunContext, spec: RunSpec, dialect: string): Promise<PreparedRun> {
     const owner = context.owner
     const history = spec.memory === undefined
       ? []
       : (await ports.sessions.get(owner, spec.memory.id).catch(sessionStoreDown))?.turns ?? []
+    spec = await closeWaitingTurn(owner, spec, history)
+    // A route that cannot pause does not offer the tools that need approval.
+    const gated = ports.needsApproval
+    const offered = (names: readonly string[]) => gated === undefined || spec.approval !== undefined
+      ? [...names]
+      : names.filter((name) => !gated(name))
     const model = spec.model ?? settings.defaultModel
     const maxTokens = spec.maxTokens ?? settings.defaultMaxTokens(model)
     const conversationId = spec.memory?.id ?? spec.conversationId ?? context.requestId
@@ -124,7 +188,7 @@ export function createAgentService (ports: AgentPorts) {
       maxTokens,
       temperature: spec.temperature ?? settings.temperature,
       // Tools are checked against the registry as it is now (MCP tools come and go): unknown names are a 422.
-      tools: spec.clientTools !== undefined ? [] : toolNames(spec.tools),
+      tools: spec.clientTools !== undefined ? [] : offered(toolNames(spec.tools)),
       ...(spec.clientTools === undefined ? {} : { clientTools: spec.clientTools }),
       ...(spec.toolChoice === undefined ? {} : { toolChoice: spec.toolChoice }),
       // Gateway mode makes one model call: its tool calls go back to the client.
@@ -184,6 +248,7 @@ export function createAgentService (ports: AgentPorts) {
         usage: usage.total,
         usageSource: usage.source,
         ...(run.spec.user === undefined ? {} : { user: run.spec.user }),
+        ...(run.approvals === undefined ? {} : { pendingApprovals: run.approvals.map(approvalView) }),
         timestamp: new Date().toISOString(),
       })).catch((error: unknown) => { context.log.error({ err: error }, 'conversation log write failed') })
     }
@@ -195,6 +260,38 @@ export function createAgentService (ports: AgentPorts) {
     provider: ports.provider, tools: ports.tools, observer: run.observer, needsApproval: ports.needsApproval,
   })
 
+  /** The run's events: a fresh run drives; a continuation resumes its paused turn with the answers. */
+  const eventsOf = (run: PreparedRun, options: { streaming: boolean, signal: AbortSignal }) => run.decisions === undefined
+    ? drive(run.state, portsOf(run), options)
+    : resume(run.state, portsOf(run), options, run.decisions)
+
+  /**
+   * A run that stopped at calls waiting for a person: issues their approvals and saves the run, so any
+   * replica can continue it. A store that is down fails the request (a 503, or the stream's error).
+   */
+  async function pauseForApproval (run: PreparedRun): Promise<void> {
+    if (approvals === undefined || run.state.status !== 'tool_calls_pending') return
+    if (!run.state.pending.some((call) => call.kind === 'approval')) return
+    const approval = run.spec.approval ?? { family: 'agent' as const, scope: '' }
+    const pausedAt = Date.now()
+    const issued = issueApprovals(run.state, approvals.ttlSeconds, pausedAt)
+    const paused: PausedRun = {
+      runId: newApprovalId(),
+      family: approval.family,
+      scope: approval.scope,
+      state: run.state,
+      approvals: issued,
+      conversationId: run.conversationId,
+      ...(run.spec.memory === undefined ? {} : { memory: run.spec.memory }),
+      pausedAt,
+    }
+    await approvals.store.save(run.owner, paused).catch((error: unknown) => {
+      throw new HttpError(503, 'Approval store unavailable, please retry later', { 'retry-after': '1' }, { cause: error })
+    })
+    run.approvals = issued
+    for (const one of issued) approvals.requested?.(one.tool)
+  }
+
   /**
    * Runs the agent into `sink` in `format`: each event's payloads as they come, then the terminal payloads
    * (usage, where the format carries it, before every ending). Memory is saved before the done message, so a
@@ -205,7 +302,7 @@ export function createAgentService (ports: AgentPorts) {
     let text = ''
     const usage = new UsageTally(run.state.usage)
     try {
-      const events = drive(run.state, portsOf(run), { streaming: true, signal: sink.signal })
+      const events = eventsOf(run, { streaming: true, signal: sink.signal })
       let step = await events.next()
       while (step.done !== true) {
         const event = step.value
@@ -220,12 +317,14 @@ export function createAgentService (ports: AgentPorts) {
         }
         step = await events.next()
       }
+      await pauseForApproval(run)
       await remember(run, resultOf(run.state))
         .catch((error: unknown) => context.log.error({ err: error }, 'session save failed during stream'))
       const paused = run.state.status === 'tool_calls_pending'
       await finish(context, run, paused ? 'paused' : 'final')
       const ending = { usage: usage.report(), finishReason: run.state.lastStopReason }
-      await sink.end(paused && format.paused !== undefined ? format.paused({ ...ending, pending: run.state.pending }) : format.done(ending))
+      const issued = new Map((run.approvals ?? []).map((approval) => [approval.callId, approvalView(approval)]))
+      await sink.end(paused && format.paused !== undefined ? format.paused({ ...ending, pending: run.state.pending, approvals: issued }) : format.done(ending))
     } catch (error) {
       await finish(context, run, outcomeOf(error, sink.signal), error)
       if (sink.signal.aborted || isAbortError(error)) {
@@ -247,28 +346,93 @@ export function createAgentService (ports: AgentPorts) {
     }
   }
 
+  /**
+   * A continuation made ready: its answers checked and claimed (all or nothing; see claimAnswers), the
+   * paused run taken from the store with the model, settings, tools and conversation it paused with.
+   * Counts start afresh: content, tool calls, usage and MAX_ITERATIONS are this request's.
+   */
+  async function prepareContinuation (context: RunContext, continuation: Continuation, dialect: string): Promise<PreparedRun> {
+    if (approvals === undefined) throw new HttpError(404, 'Approval not found')
+    const { run: paused, decisions } = await claimAnswers(approvals.store, context.owner, continuation, continuation.answers, continuation.loc)
+    for (const approval of paused.approvals) {
+      approvals.decided?.(approval.tool, decisions.get(approval.callId)?.approved === true ? 'approved' : 'denied')
+    }
+    const state = pausedState(paused)
+    state.inputLength = state.turns.length
+    state.content = ''
+    state.toolCalls = []
+    state.usage = { byModel: {}, source: 'provider', model: state.settings.model }
+    state.steps = 0
+    const spec: RunSpec = {
+      model: state.settings.model,
+      messages: [],
+      tools: state.settings.tools,
+      conversationId: paused.conversationId,
+      memory: paused.memory,
+      approval: { family: paused.family, scope: paused.scope },
+    }
+    const observer = ports.hooks().runStart({
+      owner: context.owner,
+      keyLabel: context.keyLabel,
+      requestId: context.requestId,
+      dialect,
+      model: state.settings.model,
+      maxTokens: state.settings.maxTokens,
+      conversationId: paused.memory?.id ?? paused.conversationId,
+      gateway: false,
+      parent: context.parent,
+    })
+    return { spec, state, owner: context.owner, conversationId: paused.conversationId, observer, decisions }
+  }
+
+  /** Runs a prepared run (fresh or continued) for a JSON answer (see `json`). */
+  async function runJson (context: RunContext, run: PreparedRun): Promise<AgentResult & { approvals: ApprovalRecord[] }> {
+    try {
+      const events = eventsOf(run, { streaming: false, signal: context.signal })
+      for (let step = await events.next(); step.done !== true; step = await events.next());
+      await pauseForApproval(run)
+    } catch (error) {
+      await finish(context, run, outcomeOf(error, context.signal), error)
+      throw error
+    }
+    await finish(context, run, run.state.status === 'tool_calls_pending' ? 'paused' : 'final')
+    const result = resultOf(run.state)
+    await remember(run, result).catch(sessionStoreDown)
+    logConversation(context, true, run, result.content)
+    return { ...result, approvals: run.approvals ?? [] }
+  }
+
   return {
     prepare,
+    prepareContinuation,
 
     /**
      * Runs the agent for a JSON answer: memory loaded and saved (a store failure is a 503), hooks told, the
      * exchange logged once the answer is out. Model and agent failures are thrown for the dialect's error
-     * renderer; the context's signal aborts the model call.
+     * renderer; the context's signal aborts the model call. A run that pauses for approval answers with
+     * the approvals it issued.
      */
-    async json (context: RunContext, spec: RunSpec, dialect: string): Promise<AgentResult> {
-      const run = await prepare(context, spec, dialect)
-      try {
-        const events = drive(run.state, portsOf(run), { streaming: false, signal: context.signal })
-        for (let step = await events.next(); step.done !== true; step = await events.next());
-      } catch (error) {
-        await finish(context, run, outcomeOf(error, context.signal), error)
-        throw error
-      }
-      await finish(context, run, run.state.status === 'tool_calls_pending' ? 'paused' : 'final')
-      const result = resultOf(run.state)
-      await remember(run, result).catch(sessionStoreDown)
-      logConversation(context, true, run, result.content)
-      return result
+    async json (context: RunContext, spec: RunSpec, dialect: string): Promise<AgentResult & { approvals: ApprovalRecord[] }> {
+      return await runJson(context, await prepare(context, spec, dialect))
+    },
+
+    /** Continues a paused run for a JSON answer (see `json` and `prepareContinuation`). */
+    async continueJson (context: RunContext, continuation: Continuation, dialect: string): Promise<AgentResult & { approvals: ApprovalRecord[] }> {
+      return await runJson(context, await prepareContinuation(context, continuation, dialect))
+    },
+
+    /** The open approvals of a scope's waiting run ([] when none waits or approval is off). */
+    async waitingApprovals (owner: string, scope: AnswerScope) {
+      if (approvals === undefined) return []
+      const run = await approvals.store.waiting(owner, scope.family, scope.scope).catch(sessionStoreDown)
+      const now = Date.now()
+      return run === null ? [] : run.approvals.filter((approval) => approval.expiresAt > now).map(approvalView)
+    },
+
+    /** Forgets a scope's waiting run (a deleted session). */
+    async dropWaiting (owner: string, scope: AnswerScope): Promise<void> {
+      if (approvals === undefined) return
+      await approvals.store.drop(owner, scope.family, scope.scope).catch(sessionStoreDown)
     },
 
     /** Runs a prepared run into `sink` (see {@link pump}). */
@@ -278,3 +442,15 @@ export function createAgentService (ports: AgentPorts) {
 
 /** The agent service's type. */
 export type AgentService = ReturnType<typeof createAgentService>
+
+/**
+ * Results for the calls a stored conversation's last turn left unanswered (their paused run is long gone):
+ * each is answered as expired. None when the conversation does not end with tool calls.
+ */
+function danglingResults (history: readonly ChatTurn[]): ToolResultBlock[] {
+  const last = history.at(-1)
+  if (last === undefined || last.role !== 'assistant' || !Array.isArray(last.content)) return []
+  return last.content
+    .filter((block) => block.type === 'tool_use')
+    .map((block): ToolResultBlock => ({ type: 'tool_result', tool_use_id: block.id, content: EXPIRED_TEXT, is_error: true }))
+}

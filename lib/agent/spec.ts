@@ -1,5 +1,6 @@
 // What a route asks of an agent run (the agent plugin fills in the rest from the configuration).
 import type { ChatTurn, ToolSpec } from '../domain/types.js'
+import type { AnswerScope } from './approvals.js'
 import type { ToolChoice } from './state.js'
 
 /** What a route asks of a run; every field it leaves out takes the configured default. */
@@ -34,4 +35,10 @@ export interface RunSpec {
   user?: string | undefined
   /** How the model may use the offered tools; default the provider's (auto). */
   toolChoice?: ToolChoice | undefined
+  /**
+   * Where a pause for approval is filed (README "Tool approval"): the route family and its scope (the
+   * session id, the UI chat id; '' on the agent stream). Without it the run cannot pause: the tools that
+   * need approval are not offered to the model.
+   */
+  approval?: AnswerScope | undefined
 }

@@ -3,6 +3,7 @@
 import { envSchema } from 'env-schema'
 import { isIP } from 'node:net'
 import { EnvSchema, type Env } from '../../schemas/config.js'
+import { parseApprovalPatterns } from './approval-policy.js'
 import { ConfigError } from '../domain/errors.js'
 import { isProviderKind, providerNamesText, type ProviderKind } from '../llm/providers/registry.js'
 import { checkRedisSettings } from '../stores/redis-url.js'
@@ -123,6 +124,12 @@ export function resolveConfig (env: Env, vars: Record<string, string | undefined
   } catch (error) {
     throw new ConfigError(`Invalid configuration: ${(error as Error).message}`)
   }
+  let approvalPatterns: string[]
+  try {
+    approvalPatterns = parseApprovalPatterns(env.TOOL_APPROVAL_REQUIRED)
+  } catch (error) {
+    throw new ConfigError(`Invalid configuration: ${(error as Error).message}`)
+  }
   const corsOrigins = splitList(env.CORS_ORIGINS)
   // Client-visible names (`provider:` prefixes dropped), the default first; one route per name (README, "Models and providers").
   const { defaultModel, models, routes: modelRoutes } = resolveModels(env, provider, vars)
@@ -140,6 +147,8 @@ export function resolveConfig (env: Env, vars: Record<string, string | undefined
     corsAnyOrigin: corsOrigins.includes('*'),
     /** Fastify's `trustProxy` from TRUST_PROXY. */
     trustProxy: resolveTrustProxy(env.TRUST_PROXY),
+    /** TOOL_APPROVAL_REQUIRED's entries (README "Tool approval"). */
+    approvalPatterns,
     /** The documents of KNOWLEDGE_BASE_FILE; undefined without it (the built-in documents answer). */
     knowledgeDocuments: env.KNOWLEDGE_BASE_FILE === undefined ? undefined : loadKnowledgeBaseFile(env.KNOWLEDGE_BASE_FILE),
     /** The servers of MCP_CONFIG_FILE (none without it). */

@@ -1,10 +1,7 @@
 // The one SSE writer every stream route uses (SPEC section 6, DECISIONS section 6): framing, heartbeat, backpressure, disconnects.
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { namedEvent, parseNamedEvent } from '../agent/stream-format.js'
-
-// Named events are encoded beside the stream format port (formats make them); the writer frames them.
-export { namedEvent, parseNamedEvent }
+import { parseNamedEvent } from '../domain/named-events.js'
 
 /** Headers every stream response carries; they win over same-named headers set earlier by hooks. */
 export const SSE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
@@ -103,6 +100,9 @@ export function createSseRegistry (options: { stallMs?: number } = {}): SseRegis
     },
   }
 }
+
+// Named events are encoded in lib (the stream formats make them); this writer frames them.
+export { namedEvent, parseNamedEvent } from '../domain/named-events.js'
 
 /** The `data: ` lines of one payload: one per line of it, then a blank line. */
 function dataLines (payload: string): string {

@@ -49,6 +49,7 @@ export function boundConversationRecord (record: ConversationRecord): Conversati
     usage: { ...record.usage },
     ...(record.usageSource === undefined ? {} : { usageSource: record.usageSource }),
     ...(record.user === undefined ? {} : { user: cutText(record.user) }),
+    ...(record.pendingApprovals === undefined ? {} : { pendingApprovals: record.pendingApprovals.map((approval) => ({ ...approval })) }),
     timestamp: record.timestamp,
   }
 }

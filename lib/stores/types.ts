@@ -70,6 +70,8 @@ export interface ConversationRecord {
   usageSource?: UsageSource
   /** The end user the client named (`user` of the OpenAI-compatible routes), when it named one. */
   user?: string
+  /** A paused exchange's pending approvals (README "Tool approval"). */
+  pendingApprovals?: Array<{ id: string, tool: string, args: Record<string, unknown>, expires_at: string }>
   /** ISO 8601, UTC. */
   timestamp: string
 }

@@ -111,7 +111,13 @@ function renderTool (part) {
   summary.append(el('span', 'badge', 'tool'), el('span', 'name', name))
   const status = part.state === 'output-available'
     ? el('span', 'status ok', 'done')
-    : part.state === 'output-error' ? el('span', 'status bad', 'failed') : el('span', 'status', 'running…')
+    : part.state === 'output-error'
+      ? el('span', 'status bad', 'failed')
+      : part.state === 'output-denied'
+        ? el('span', 'status bad', 'denied')
+        : part.state === 'approval-requested'
+          ? el('span', 'status wait', 'needs approval')
+          : part.state === 'approval-responded' ? el('span', 'status', part.approval && part.approval.approved ? 'approved' : 'denied') : el('span', 'status', 'running…')
   summary.append(status)
   const details = el('dl')
   details.append(el('dt', '', 'Input'))
@@ -125,6 +131,20 @@ function renderTool (part) {
     details.append(output)
   }
   box.append(summary, details)
+  // A call waiting for a person: Approve runs it exactly as shown, Deny tells the model no (README "Tool approval").
+  if (part.state === 'approval-requested') {
+    const actions = el('div', 'approval')
+    const approve = el('button', 'approve', 'Approve')
+    const deny = el('button', 'deny', 'Deny')
+    approve.type = 'button'
+    deny.type = 'button'
+    approve.disabled = state.busy
+    deny.disabled = state.busy
+    approve.addEventListener('click', () => { answer(part, true) })
+    deny.addEventListener('click', () => { answer(part, false) })
+    actions.append(approve, deny)
+    box.append(actions)
+  }
   return box
 }
 
@@ -197,7 +217,7 @@ async function * sseData (body, signal) {
  * we have) starts that message over.
  * @returns {Promise<'finished' | 'error' | 'cut'>}
  */
-async function consume (response, signal) {
+async function consume (response, signal, continueId) {
   /** @type {Message | undefined} */
   let message
   for await (const data of sseData(response.body, signal)) {
@@ -212,6 +232,11 @@ async function consume (response, signal) {
       const id = chunk.messageId || newId()
       const known = state.messages.findIndex((m) => m.id === id)
       const last = state.messages.at(-1)
+      // An answer to approvals continues the assistant message it answers: its parts stay.
+      if (known !== -1 && id === continueId) {
+        message = state.messages[known]
+        continue
+      }
       message = { id, role: 'assistant', parts: [] }
       if (known !== -1) state.messages[known] = message
       else if (last && last.role === 'assistant' && last.interrupted) state.messages[state.messages.length - 1] = message
@@ -251,6 +276,16 @@ async function consume (response, signal) {
         if (part) Object.assign(part, { state: 'output-error', errorText: chunk.errorText })
         break
       }
+      case 'tool-approval-request': {
+        const part = tool(chunk.toolCallId)
+        if (part) Object.assign(part, { state: 'approval-requested', approval: { id: chunk.approvalId } })
+        break
+      }
+      case 'tool-output-denied': {
+        const part = tool(chunk.toolCallId)
+        if (part) part.state = 'output-denied'
+        break
+      }
       case 'error':
         showError(chunk.errorText)
         save()
@@ -271,7 +306,7 @@ async function consume (response, signal) {
 }
 
 /** Runs one request (a new reply, or a reconnect) to its end, keeping the page state in step. */
-async function stream (makeRequest) {
+async function stream (makeRequest, continueId) {
   state.busy = true
   state.cancelUrl = null
   localStorage.setItem(STORE.pending, '1')
@@ -283,7 +318,7 @@ async function stream (makeRequest) {
     if (response === null) return
     const location = response.headers.get('content-location')
     if (location) state.cancelUrl = `${location}/cancel`
-    const outcome = await consume(response, controller.signal)
+    const outcome = await consume(response, controller.signal, continueId)
     if (outcome === 'cut' && !controller.signal.aborted) markInterrupted()
   } catch (error) {
     if (controller.signal.aborted) return
@@ -342,6 +377,35 @@ async function send (text) {
     }
     return response
   })
+}
+
+/**
+ * Answers one call waiting for approval; once every waiting call of the reply is answered, sends the answers
+ * (the parts in state approval-responded) and the reply goes on in the same message.
+ */
+async function answer (part, approved) {
+  if (state.busy || part.state !== 'approval-requested') return
+  clearError()
+  part.state = 'approval-responded'
+  part.approval = { ...part.approval, approved }
+  save()
+  render()
+  const last = state.messages.at(-1)
+  if (!last || last.role !== 'assistant' || last.parts.some((p) => p.state === 'approval-requested')) return
+  const model = modelSelect.value
+  await stream(async (signal) => {
+    const response = await fetch(CHAT_API, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...authHeaders() },
+      body: JSON.stringify({ id: state.chatId, messages: wireMessages(), trigger: 'submit-message', ...(model ? { model } : {}) }),
+      signal,
+    })
+    if (!response.ok || !response.body) {
+      showError(await describeFailure(response))
+      return null
+    }
+    return response
+  }, last.id)
 }
 
 /** After a reload: follows the reply that was underway, from its start (204: nothing is running). */

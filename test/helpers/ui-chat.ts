@@ -66,9 +66,17 @@ class PlainChatState implements ChatState<UIMessage> {
 
 /** The `ai` package's Chat (what useChat wraps) over a plain state, pointed at `api`. */
 export class TestChat extends AbstractChat<UIMessage> {
-  constructor (options: { api: string, id?: string, headers?: Record<string, string>, body?: object, messages?: UIMessage[] }) {
+  constructor (options: {
+    api: string,
+    id?: string,
+    headers?: Record<string, string>,
+    body?: object,
+    messages?: UIMessage[]
+    sendAutomaticallyWhen?: (options: { messages: UIMessage[] }) => boolean | PromiseLike<boolean>
+  }) {
     super({
       ...(options.id === undefined ? {} : { id: options.id }),
+      ...(options.sendAutomaticallyWhen === undefined ? {} : { sendAutomaticallyWhen: options.sendAutomaticallyWhen }),
       transport: new DefaultChatTransport({
         api: options.api,
         ...(options.headers ? { headers: options.headers } : {}),

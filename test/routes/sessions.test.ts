@@ -211,7 +211,7 @@ test('GET /sessions/:id returns the history; DELETE forgets it (204, then 404)',
   const res = await app.inject({ method: 'GET', url: '/sessions/s-1' })
   t.equal(res.statusCode, 200)
   const body = res.json()
-  t.same(Object.keys(body).sort(), ['created_at', 'messages', 'session_id', 'updated_at'])
+  t.same(Object.keys(body).sort(), ['created_at', 'messages', 'pending_approvals', 'session_id', 'updated_at'])
   t.equal(body.session_id, 's-1')
   t.same(body.messages.map((m: Turn) => m.role), ['user', 'assistant', 'user', 'assistant', 'user', 'assistant'])
   t.equal(body.messages[0].content, 'what is 2+3*4')

@@ -1,6 +1,7 @@
 // `POST /api/v1/agent/stream`: typed JSON events `{type, data}`, a `usage` event before every ending.
 import type { UsageReport } from '../../domain/types.js'
 import type { StreamFormat } from '../../agent/stream-format.js'
+import { approvalsOf } from '../approvals.js'
 
 const usageEvent = (usage: UsageReport): string => JSON.stringify({ type: 'usage', data: usage })
 
@@ -21,6 +22,12 @@ export const agentEvents: StreamFormat = {
     }
   },
   done: ({ usage }) => [usageEvent(usage), '{"type":"done","data":""}'],
+  // A pause for approval: one approval_required event per pending approval, then usage and done.
+  paused: (ending) => [
+    ...approvalsOf(ending).map((approval) => JSON.stringify({ type: 'approval_required', data: approval })),
+    usageEvent(ending.usage),
+    '{"type":"done","data":""}',
+  ],
   error: (message, usage) => [usageEvent(usage), JSON.stringify({ type: 'error', data: message })],
   terminalError: (message) => JSON.stringify({ type: 'error', data: message }),
 }

@@ -3,7 +3,8 @@ import type { AgentEvent } from '../../agent/events.js'
 import type { RunSpec } from '../../agent/spec.js'
 import type { PendingCall, RunState } from '../../agent/state.js'
 import type { ChatTurn, ContentBlock, ToolSpec, Usage, UsageReport } from '../../domain/types.js'
-import { namedEvent, type StreamFormat } from '../../agent/stream-format.js'
+import type { StreamFormat } from '../../agent/stream-format.js'
+import { namedEvent } from '../../domain/named-events.js'
 import type { ResponsesRequest } from './schemas.js'
 import {
   ImageBudget, clientTool, field, lastToolUseIds, parseArguments, pushTurn, textOnly, toolChoiceOf, userContent,

@@ -1,5 +1,7 @@
 // `POST /chat/stream` (and `stream: true` on `/chat`): text chunks, `[DONE]`, `{'error': '<text>'}`.
 import type { StreamFormat } from '../../agent/stream-format.js'
+import { namedEvent } from '../../domain/named-events.js'
+import { approvalsOf } from '../approvals.js'
 import { DONE, textChunk } from '../text-chunk.js'
 
 /** A Python-style repr of a string, as the unversioned layout's `{'error': '...'}` message uses. */
@@ -14,11 +16,15 @@ export function pythonRepr (text: string): string {
   return `${quote}${body}${quote}`
 }
 
-/** `POST /chat/stream` (SPEC 6.3): chunks, `[DONE]`, `{'error': '<text>'}`. */
+/**
+ * `POST /chat/stream` (SPEC 6.3): chunks, `[DONE]`, `{'error': '<text>'}`; a pause for approval sends one
+ * `event: approval_required` per pending approval before `[DONE]`.
+ */
 export const sessionChunks: StreamFormat = {
   name: 'session',
   event: textChunk,
   done: () => DONE,
+  paused: (ending) => [...approvalsOf(ending).map((approval) => namedEvent('approval_required', JSON.stringify(approval))), ...DONE],
   error: (message) => [`{'error': ${pythonRepr(message)}}`],
   terminalError: (message) => `{'error': ${pythonRepr(message)}}`,
 }

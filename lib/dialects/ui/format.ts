@@ -22,6 +22,8 @@ export type UiChunk =
   | { type: 'tool-input-available', toolCallId: string, toolName: string, input: unknown }
   | { type: 'tool-output-available', toolCallId: string, output: unknown }
   | { type: 'tool-output-error', toolCallId: string, errorText: string }
+  | { type: 'tool-approval-request', approvalId: string, toolCallId: string }
+  | { type: 'tool-output-denied', toolCallId: string }
   | { type: 'finish', finishReason: 'stop', messageMetadata: { model: string, usage: UsageReport } }
   | { type: 'error', errorText: string }
 
@@ -31,6 +33,11 @@ export interface UiMessageStreamOptions {
   messageId: string
   /** Makes ids of text parts; default random UUID based. */
   newId?: () => string
+  /**
+   * A continuation of a turn paused for approval (README "Tool approval"): its answered calls in the model's
+   * order. Their outputs (or `tool-output-denied`) come first, right after `start`, without input chunks.
+   */
+  answered?: ReadonlyArray<{ toolCallId: string, approved: boolean }> | (() => ReadonlyArray<{ toolCallId: string, approved: boolean }>)
 }
 
 /**
@@ -43,9 +50,38 @@ export function createUiMessageStream (options: UiMessageStreamOptions): StreamF
   const newId = options.newId ?? (() => randomUUID().replace(/-/g, ''))
   let started = false
   let stepOpen = false
+  let stepEnding = false
   let textId: string | undefined
+  // A continuation's answered calls: approved outputs wait here until all ran, then go out in the model's order.
+  // Read at the first payload: a continuation's calls are known once its answers are claimed.
+  let answered = new Map<string, boolean>()
+  let answersRead = false
+  const outputs = new Map<string, UiChunk>()
+  let answersSent = false
+  function readAnswers (): void {
+    if (answersRead) return
+    answersRead = true
+    const list = typeof options.answered === 'function' ? options.answered() : options.answered ?? []
+    answered = new Map(list.map((call) => [call.toolCallId, call.approved]))
+    answersSent = answered.size === 0
+  }
 
   const chunk = (value: UiChunk): string => JSON.stringify(value)
+
+  /** Sends the answered calls' chunks once every approved one has its output (or now, `force`: the run ended). */
+  function sendAnswers (out: string[], force = false): void {
+    readAnswers()
+    if (answersSent) return
+    const approved = [...answered.values()].filter(Boolean).length
+    if (!force && outputs.size < approved) return
+    answersSent = true
+    begin(out)
+    for (const [toolCallId, ok] of answered) {
+      const output = outputs.get(toolCallId)
+      if (!ok) out.push(chunk({ type: 'tool-output-denied', toolCallId }))
+      else if (output !== undefined) out.push(chunk(output))
+    }
+  }
 
   function begin (out: string[]): void {
     if (started) return
@@ -61,6 +97,7 @@ export function createUiMessageStream (options: UiMessageStreamOptions): StreamF
 
   function startStep (out: string[]): void {
     begin(out)
+    closeStep(out)
     if (stepOpen) return
     out.push(chunk({ type: 'start-step' }))
     stepOpen = true
@@ -68,15 +105,34 @@ export function createUiMessageStream (options: UiMessageStreamOptions): StreamF
 
   function endStep (out: string[]): void {
     endText(out)
+    stepEnding = false
     if (!stepOpen) return
     out.push(chunk({ type: 'finish-step' }))
     stepOpen = false
+  }
+
+  /** Sends the `finish-step` a step's end left waiting (a pause puts its approval requests before it). */
+  function closeStep (out: string[]): void {
+    if (stepEnding) endStep(out)
   }
 
   return {
     name: 'ui',
     event (event: AgentEvent) {
       const out: string[] = []
+      readAnswers()
+      if (!answersSent && (event.type === 'tool_call' || event.type === 'tool_result') && answered.has(event.callId)) {
+        // An approved call of the continued turn: its input is on the client already; its output goes out in order.
+        if (event.type === 'tool_result') {
+          outputs.set(event.callId, event.isError
+            ? { type: 'tool-output-error', toolCallId: event.callId, errorText: event.output }
+            : { type: 'tool-output-available', toolCallId: event.callId, output: event.output })
+          sendAnswers(out)
+        }
+        return out.length > 0 ? out : null
+      }
+      sendAnswers(out, true)
+      if (event.type !== 'step_start') closeStep(out)
       switch (event.type) {
         case 'step_start':
           startStep(out)
@@ -103,7 +159,8 @@ export function createUiMessageStream (options: UiMessageStreamOptions): StreamF
             : chunk({ type: 'tool-output-available', toolCallId: event.callId, output: event.output }))
           break
         case 'step_finish':
-          endStep(out)
+          endText(out)
+          stepEnding = true
           break
       }
       return out.length > 0 ? out : null
@@ -111,13 +168,35 @@ export function createUiMessageStream (options: UiMessageStreamOptions): StreamF
     done ({ usage }) {
       const out: string[] = []
       begin(out)
+      sendAnswers(out, true)
       endStep(out)
       out.push(chunk({ type: 'finish', finishReason: 'stop', messageMetadata: { model: usage.model, usage } }), UI_STREAM_DONE)
+      return out
+    },
+    // A pause for approval: per gated call its input and the approval request, then the step and the message end.
+    paused (ending) {
+      const out: string[] = []
+      begin(out)
+      sendAnswers(out, true)
+      endText(out)
+      if (!stepOpen) startStep(out)
+      for (const call of ending.pending) {
+        const approval = ending.approvals?.get(call.id) as { id?: unknown } | undefined
+        if (call.kind !== 'approval' || typeof approval?.id !== 'string') continue
+        out.push(
+          chunk({ type: 'tool-input-available', toolCallId: call.id, toolName: call.name, input: call.input }),
+          chunk({ type: 'tool-approval-request', approvalId: approval.id, toolCallId: call.id })
+        )
+      }
+      endStep(out)
+      out.push(chunk({ type: 'finish', finishReason: 'stop', messageMetadata: { model: ending.usage.model, usage: ending.usage } }), UI_STREAM_DONE)
       return out
     },
     error (message) {
       const out: string[] = []
       begin(out)
+      sendAnswers(out, true)
+      closeStep(out)
       endText(out)
       out.push(chunk({ type: 'error', errorText: message }), UI_STREAM_DONE)
       return out

@@ -15,7 +15,13 @@ export interface UiPartInput {
   input?: unknown
   output?: unknown
   errorText?: string | undefined
+  approval?: { id: string, approved?: boolean | undefined, reason?: string | undefined } | undefined
 }
+
+/** What the model reads for a call a new message superseded (README "Tool approval"). */
+export const UI_SUPERSEDED_TEXT = 'Tool call not run: the user sent a new message instead of answering.'
+/** What the model reads for a denied call. */
+const deniedText = (reason: string | undefined) => reason === undefined || reason === '' ? 'Tool call denied by the user.' : `Tool call denied by the user: ${reason}`
 
 /** The fields each part kind must have. */
 function requiredFields (type: string): ReadonlyArray<keyof UiPartInput> {
@@ -167,16 +173,22 @@ export function uiMessagesToTurns (messages: readonly UiMessageInput[], limits: 
       }
       const name = toolNameOf(part)
       const done = part.state === 'output-available' || part.state === 'output-error'
+      // Calls that waited for approval: denied ones, and ones a later message left unanswered (superseded), did not run.
+      const notRun = part.state === 'output-denied' || part.state === 'approval-requested' || part.state === 'approval-responded'
       if (name === undefined || !limits.isKnownTool(name)) {
         ignore(part.type)
         continue
       }
-      if (!done || typeof part.toolCallId !== 'string' || !isPlainObject(part.input)) {
+      if ((!done && !notRun) || typeof part.toolCallId !== 'string' || !isPlainObject(part.input)) {
         ignore(`${part.type} (${String(part.state)})`)
         continue
       }
-      const isError = part.state === 'output-error'
-      const content = isError ? (typeof part.errorText === 'string' ? part.errorText : 'Tool failed') : outputText(part.output)
+      const isError = part.state !== 'output-available'
+      const content = part.state === 'output-denied'
+        ? deniedText(part.approval?.reason)
+        : notRun
+          ? UI_SUPERSEDED_TEXT
+          : isError ? (typeof part.errorText === 'string' ? part.errorText : 'Tool failed') : outputText(part.output)
       const use: ToolUseBlock = { type: 'tool_use', id: part.toolCallId, name, input: part.input }
       calls.push(use)
       results.push({ type: 'tool_result', tool_use_id: part.toolCallId, content, ...(isError ? { is_error: true } : {}) })
@@ -202,8 +214,8 @@ export const MAX_UI_JSON_FIELD_DEPTH = 32
 
 const ROOT_FIELDS = ['id', 'messages', 'trigger', 'messageId', 'model'] as const
 const MESSAGE_FIELDS = ['id', 'role', 'parts', 'metadata'] as const
-const PART_FIELDS = ['type', 'text', 'mediaType', 'url', 'filename', 'toolName', 'toolCallId', 'state', 'input', 'output', 'errorText', 'providerMetadata'] as const
-const PART_JSON_FIELDS = ['input', 'output', 'providerMetadata'] as const
+const PART_FIELDS = ['type', 'text', 'mediaType', 'url', 'filename', 'toolName', 'toolCallId', 'state', 'input', 'output', 'errorText', 'providerMetadata', 'approval'] as const
+const PART_JSON_FIELDS = ['input', 'output', 'providerMetadata', 'approval'] as const
 
 /** Levels of nesting of a JSON value (a scalar is 0), counted without recursion; stops once past `limit`. */
 function jsonDepth (value: unknown, limit: number): number {

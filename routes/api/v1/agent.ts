@@ -1,9 +1,11 @@
 // POST /api/v1/agent/stream: the agent with every tool, as typed JSON events (SPEC section 6.2).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from 'typebox'
+import { requestKind } from '../../../lib/agent/approvals.js'
 import { agentEvents } from '../../../lib/dialects/agent-events/format.js'
 import { chatRunSpec } from '../../../lib/dialects/v1/request.js'
 import { resumableIn } from '../../../plugins/resumable.js'
-import { SseResponse, chatRequestSchema } from '../../../schemas/chat.js'
+import { SseResponse, agentStreamRequestSchema, type ChatRequestBody } from '../../../schemas/chat.js'
 import { modelErrorResponses } from '../../../schemas/common.js'
 
 const agentRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -13,13 +15,25 @@ const agentRoutes: FastifyPluginAsyncTypebox = async (app) => {
       summary: 'Run the agent with tools as an SSE stream of typed events',
       description: 'Each message is JSON `{type, data}`: tool_call `{tool, args}`, tool_result `{tool, content}` (first 200 characters), ' +
         'token (text), then usage `{input_tokens, output_tokens, model, source}` and done (empty string); on failure usage then error (text). ' +
-        'All tools are enabled unless `tools` names some.',
+        'All tools are enabled unless `tools` names some. A call of a tool that needs approval (TOOL_APPROVAL_REQUIRED) does not run: ' +
+        'the run pauses with one approval_required `{id, tool, args, expires_at}` per such call, then usage and done. ' +
+        'Continue it with `{"approvals": [{"id", "approved", "reason"?}, ...]}` instead of `messages` (answering every pending approval ' +
+        'of the turn; with at most `resumable`): 404 for an unknown, expired or foreign id, 409 for one answered before, 422 for an ' +
+        'incomplete answer.',
       operationId: 'postApiV1AgentStream',
-      body: chatRequestSchema(app.config.models),
-      response: { 200: SseResponse, ...modelErrorResponses },
+      body: agentStreamRequestSchema(app.config.models),
+      response: { 200: SseResponse, 404: Type.Ref('DetailError'), 409: Type.Ref('DetailError'), ...modelErrorResponses },
     },
   }, async (request, reply) => {
-    await app.agent.stream(request, reply, chatRunSpec(request.body, 'all'), agentEvents, resumableIn(request.body, 'versioned'))
+    const body = request.body
+    const resumable = resumableIn(body, 'versioned')
+    if (requestKind(body, 'messages', ['model', 'temperature', 'max_tokens', 'tools']) === 'continuation') {
+      const continuation = { family: 'agent' as const, scope: '', answers: body.approvals ?? [], loc: ['body', 'approvals'] }
+      await app.agent.stream(request, reply, { continuation }, agentEvents, resumable)
+      return reply
+    }
+    const spec = { ...chatRunSpec(body as ChatRequestBody, 'all'), approval: { family: 'agent' as const, scope: '' } }
+    await app.agent.stream(request, reply, spec, agentEvents, resumable)
     return reply
   })
 }

@@ -1,6 +1,7 @@
 // POST /api/v1/chat (ChatRequest with AgentRequest fields, or the simple variant) and POST /api/v1/chat/stream.
 import { randomUUID } from 'node:crypto'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { refuseGatedTools } from '../../../lib/agent/approvals.js'
 import { agentResponse, chatRunSpec } from '../../../lib/dialects/v1/request.js'
 import { textChunks } from '../../../lib/dialects/v1/text-chunks.js'
 import { resumableIn } from '../../../plugins/resumable.js'
@@ -34,6 +35,7 @@ const chatRoutes: FastifyPluginAsyncTypebox = async (app) => {
       })
       return { reply: result.content, conversation_id: conversationId }
     }
+    refuseGatedTools(body.tools, app.agent.needsApproval)
     const spec = chatRunSpec(body, [])
     if (body.stream === true) {
       await app.agent.stream(request, reply, spec, textChunks, resumableIn(body, 'versioned'))
@@ -52,6 +54,7 @@ const chatRoutes: FastifyPluginAsyncTypebox = async (app) => {
       response: { 200: SseResponse, ...modelErrorResponses },
     },
   }, async (request, reply) => {
+    refuseGatedTools(request.body.tools, app.agent.needsApproval)
     await app.agent.stream(request, reply, chatRunSpec(request.body, []), textChunks, resumableIn(request.body, 'versioned'))
     return reply
   })

@@ -9,11 +9,13 @@ const toolRoutes: FastifyPluginAsyncTypebox = async (app) => {
       tags: ['agent'],
       summary: 'List the tools the agent may use',
       description: 'The built-in tools and the tools of every connected MCP server (`source` `mcp:<server>`). ' +
-        'A request\'s `tools` field names tools from this list.',
+        'A request\'s `tools` field names tools from this list. `needs_approval`: a call waits for a person\'s yes (TOOL_APPROVAL_REQUIRED).',
       operationId: 'getApiV1Tools',
       response: { 200: ToolList, 401: Type.Ref('DetailError'), 429: Type.Ref('DetailError') },
     },
-  }, async (): Promise<ToolListBody> => ({ tools: app.tools.list() }))
+  }, async (): Promise<ToolListBody> => ({
+    tools: app.tools.list().map((tool) => ({ ...tool, needs_approval: app.agent.needsApproval(tool.name) })),
+  }))
 }
 
 export default toolRoutes

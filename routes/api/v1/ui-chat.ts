@@ -49,13 +49,47 @@ const uiChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
         '`start-step`, `text-start`/`text-delta`/`text-end`, `tool-input-available`, `tool-output-available` or `tool-output-error`, ' +
         '`finish-step`; then `finish`, or an `error` chunk when the model fails (still a 200); then `data: [DONE]`. ' +
         'Text and image file parts (data: URLs) are read, earlier tool parts go to the model as tool calls with their results, ' +
-        'other parts are ignored.',
+        'other parts are ignored. A call of a tool that needs approval (TOOL_APPROVAL_REQUIRED) pauses the reply with ' +
+        '`tool-input-available` then `tool-approval-request` `{approvalId, toolCallId}`; the AI SDK\'s `addToolApprovalResponse` and ' +
+        '`sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses` continue it (parts in state approval-responded).',
       operationId: 'postApiV1UiChat',
       body: uiChatRequestSchema(app.config.models),
       response: { 200: SseResponse, ...modelErrorResponses },
     },
   }, async (request, reply) => {
     const body = request.body
+    const last = body.messages.at(-1)
+    const answered = last?.role === 'assistant' ? last.parts.filter((part) => part.state === 'approval-responded') : []
+    if (last !== undefined && answered.length > 0) {
+      // The AI SDK's approval round trip: the last assistant message's answered tool parts continue the paused turn.
+      const lastIndex = body.messages.length - 1
+      const waiting = last.parts.findIndex((part) => part.state === 'approval-requested')
+      if (waiting !== -1) {
+        throw new RequestValidationError([{
+          loc: ['body', 'messages', lastIndex, 'parts', waiting],
+          msg: 'Every tool part of the turn waiting for approval must be answered (state approval-responded)',
+          type: 'value_error',
+        }])
+      }
+      const answers = answered.map((part, i) => {
+        const approval = part.approval
+        if (approval === undefined || typeof approval.approved !== 'boolean') {
+          throw new RequestValidationError([{ loc: ['body', 'messages', lastIndex, 'parts', i, 'approval'], msg: 'An answered part needs approval {id, approved}', type: 'missing' }])
+        }
+        return { id: approval.id, approved: approval.approved, reason: approval.reason }
+      })
+      let calls: Array<{ toolCallId: string, approved: boolean }> = []
+      reply.header(UI_MESSAGE_STREAM_HEADER, UI_MESSAGE_STREAM_VERSION)
+      // The reply continues the assistant message the client holds: same message id.
+      const format = createUiMessageStream({ messageId: last.id, answered: () => calls })
+      const continuation = { family: 'ui' as const, scope: body.id, answers, loc: ['body', 'messages', lastIndex, 'parts'] }
+      await app.agent.stream(request, reply, { continuation }, format, {
+        resumable: 'versioned',
+        onOpen: async (streamId) => { await app.stores.chatStreams.set(request.identity, body.id, streamId) },
+        onAnswered: (list) => { calls = list },
+      })
+      return reply
+    }
     const { system, turns, ignored } = uiMessagesToTurns(body.messages, {
       isKnownTool: (name) => app.tools.has(name),
       maxImages: MAX_IMAGES,
@@ -66,7 +100,8 @@ const uiChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
     reply.header(UI_MESSAGE_STREAM_HEADER, UI_MESSAGE_STREAM_VERSION)
     const format = createUiMessageStream({ messageId: randomUUID() })
     // Always resumable (DECISIONS 16), filed under the chat id for the transport's reconnect URL.
-    await app.agent.stream(request, reply, { model: body.model, system, messages: turns, tools: 'all', conversationId: body.id }, format, {
+    const spec = { model: body.model, system, messages: turns, tools: 'all' as const, conversationId: body.id, approval: { family: 'ui' as const, scope: body.id } }
+    await app.agent.stream(request, reply, spec, format, {
       resumable: 'versioned',
       onOpen: async (streamId) => { await app.stores.chatStreams.set(request.identity, body.id, streamId) },
     })

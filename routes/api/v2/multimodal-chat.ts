@@ -1,5 +1,6 @@
 // POST /api/v2/chat: MultimodalRequest, images attached to the last user message; answers like /api/v1/chat.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { refuseGatedTools } from '../../../lib/agent/approvals.js'
 import { agentResponse, chatRunSpec } from '../../../lib/dialects/v1/request.js'
 import { parseImage } from '../../../lib/input/images.js'
 import type { ImageBlock } from '../../../lib/domain/types.js'
@@ -37,6 +38,7 @@ const v2ChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
       else issues.push(parsed.issue)
     }
     if (issues.length > 0) throw new RequestValidationError(issues)
+    refuseGatedTools(body.tools, app.agent.needsApproval)
     const spec = chatRunSpec(body, [], images)
     if (body.stream === true) {
       await app.agent.stream(request, reply, spec, textChunks, resumableIn(body, 'versioned'))

@@ -1,0 +1,229 @@
+// Paused runs (README "Tool approval"): a run waiting for a person's answer, its approvals, and the atomic answer, in process or in Redis.
+
+/** A paused run's state: plain JSON the agent reads back (lib/agent/state.ts). */
+export type PausedState = Record<string, unknown> | object
+
+/** The route family an approval was issued on; each answers only its own. */
+export type ApprovalFamily = 'agent' | 'session' | 'ui'
+
+/** One gated call waiting for a person: what clients see of it, plus the call it stands for. */
+export interface ApprovalRecord {
+  /** Opaque, unguessable (at least 128 random bits). */
+  id: string
+  /** The provider's tool call id. */
+  callId: string
+  tool: string
+  args: Record<string, unknown>
+  /** Epoch milliseconds. */
+  expiresAt: number
+}
+
+/** A paused run as the store keeps it: everything a continuation on any replica needs. */
+export interface PausedRun {
+  /** Unique per pause. */
+  runId: string
+  family: ApprovalFamily
+  /** The session id (`session`), the UI chat id (`ui`), or '' (`agent`: no scope). */
+  scope: string
+  /** The run's state as JSON (the agent's RunState; the store does not read it). */
+  state: PausedState
+  /** The run's gated calls, in the model's order. */
+  approvals: ApprovalRecord[]
+  /** The conversation log and memory the run files under. */
+  conversationId: string
+  memory?: { id: string, save: 'turns' | 'reply' } | undefined
+  /** Epoch milliseconds of the pause. */
+  pausedAt: number
+}
+
+/** Where an approval stands. */
+export type ApprovalStatus = 'pending' | 'answered' | 'superseded'
+
+/** An approval as a lookup finds it. */
+export interface ApprovalEntry {
+  id: string
+  runId: string
+  family: ApprovalFamily
+  scope: string
+  status: ApprovalStatus
+}
+
+/** The outcome of an atomic answer. */
+export type AnswerOutcome =
+  | { ok: true, run: PausedRun }
+  | { ok: false, reason: 'answered' | 'gone' }
+
+/**
+ * Paused runs, keyed by owner (caller identity): another owner's approval ids are unknown here. Approvals
+ * expire `ttlSeconds` after the pause, answered or not (then a lookup answers null); the run itself is kept
+ * a while longer (`retainSeconds`), so a new message after the expiry still finds the results of the calls
+ * that ran. Every method of a Redis-backed store rejects promptly when Redis is unreachable.
+ */
+export interface RunStore {
+  /** Saves a paused run and its approvals; it becomes the waiting run of its scope (unless the scope is ''). */
+  save (owner: string, run: PausedRun): Promise<void>
+  /** The approvals of `ids` in order; null for an unknown or expired one. */
+  lookup (owner: string, ids: readonly string[]): Promise<Array<ApprovalEntry | null>>
+  /** The paused run, or null when it is gone. */
+  get (owner: string, runId: string): Promise<PausedRun | null>
+  /**
+   * Atomically answers the whole run: when every approval of `ids` is still pending, marks them answered, drops
+   * the run and its scope's pointer, and hands the run over; else nothing changes (`answered` when one was
+   * answered or superseded, `gone` when the run or an approval is gone). Of two racing answers exactly one wins.
+   */
+  answer (owner: string, runId: string, ids: readonly string[]): Promise<AnswerOutcome>
+  /** The scope's waiting run (its approvals possibly expired), or null. */
+  waiting (owner: string, family: ApprovalFamily, scope: string): Promise<PausedRun | null>
+  /**
+   * Atomically supersedes the scope's waiting run: its approvals still pending become `superseded`, the run
+   * and the pointer are dropped, and the run is handed over; null when none waits (or another request took it).
+   */
+  supersede (owner: string, family: ApprovalFamily, scope: string): Promise<PausedRun | null>
+  /** Drops the scope's waiting run and its approvals (DELETE /sessions/{id}). */
+  drop (owner: string, family: ApprovalFamily, scope: string): Promise<void>
+  close (): Promise<void>
+}
+
+/** Options of both stores. */
+export interface RunStoreOptions {
+  /** Approvals expire this long after the pause (TOOL_APPROVAL_TTL_SECONDS). */
+  ttlSeconds: number
+  /** How long a paused run is kept after the pause; at least `ttlSeconds`. */
+  retainSeconds: number
+}
+
+/** Options of the in-process store. */
+export interface MemoryRunStoreOptions extends RunStoreOptions {
+  /** Paused runs kept at most (MAX_SESSIONS); the oldest dropped first. */
+  maxRuns: number
+  /** Epoch milliseconds (tests); default Date.now. */
+  now?: () => number
+}
+
+interface MemoryApproval extends ApprovalEntry { owner: string, expiresAt: number }
+
+/** In-process store: Maps in insertion order; a dropped run takes its approvals with it. */
+export function createMemoryRunStore (options: MemoryRunStoreOptions): RunStore {
+  const now = options.now ?? Date.now
+  const ttlMs = options.ttlSeconds * 1000
+  const retainMs = Math.max(options.retainSeconds, options.ttlSeconds) * 1000
+  const runs = new Map<string, { owner: string, json: string, retainUntil: number, approvalIds: string[] }>()
+  const approvals = new Map<string, MemoryApproval>()
+  const scopes = new Map<string, string>()
+  const scopeKey = (owner: string, family: ApprovalFamily, scope: string) => `${owner}\u0000${family}\u0000${scope}`
+
+  function dropRun (runId: string): void {
+    const entry = runs.get(runId)
+    if (entry === undefined) return
+    runs.delete(runId)
+    const run = JSON.parse(entry.json) as PausedRun
+    const key = scopeKey(entry.owner, run.family, run.scope)
+    if (scopes.get(key) === runId) scopes.delete(key)
+  }
+
+  function liveRun (owner: string, runId: string): PausedRun | null {
+    const entry = runs.get(runId)
+    if (entry === undefined || entry.owner !== owner) return null
+    if (entry.retainUntil <= now()) {
+      dropRun(runId)
+      return null
+    }
+    return JSON.parse(entry.json) as PausedRun
+  }
+
+  function liveApproval (owner: string, id: string): MemoryApproval | null {
+    const approval = approvals.get(id)
+    if (approval === undefined || approval.owner !== owner) return null
+    if (approval.expiresAt <= now()) {
+      approvals.delete(id)
+      return null
+    }
+    return approval
+  }
+
+  function takeScope (owner: string, family: ApprovalFamily, scope: string): PausedRun | null {
+    const key = scopeKey(owner, family, scope)
+    const runId = scopes.get(key)
+    if (runId === undefined) return null
+    const run = liveRun(owner, runId)
+    if (run === null) scopes.delete(key)
+    return run
+  }
+
+  return {
+    async save (owner, run) {
+      const json = JSON.stringify(run)
+      const entry = { owner, json, retainUntil: run.pausedAt + retainMs, approvalIds: run.approvals.map((a) => a.id) }
+      runs.set(run.runId, entry)
+      for (const approval of run.approvals) {
+        approvals.set(approval.id, {
+          id: approval.id, runId: run.runId, family: run.family, scope: run.scope, status: 'pending', owner, expiresAt: run.pausedAt + ttlMs,
+        })
+      }
+      if (run.scope !== '') scopes.set(scopeKey(owner, run.family, run.scope), run.runId)
+      while (runs.size > options.maxRuns) {
+        const oldest = runs.keys().next()
+        if (oldest.done === true) break
+        const dropped = runs.get(oldest.value)
+        dropRun(oldest.value)
+        for (const id of dropped?.approvalIds ?? []) approvals.delete(id)
+      }
+      // Answered approvals outlive their run until they expire (a late answer is 409): prune the expired ones.
+      if (approvals.size > options.maxRuns * 4) {
+        for (const [id, approval] of approvals) if (approval.expiresAt <= now()) approvals.delete(id)
+      }
+    },
+
+    async lookup (owner, ids) {
+      return ids.map((id) => {
+        const approval = liveApproval(owner, id)
+        if (approval === null) return null
+        const { owner: _owner, expiresAt: _expiresAt, ...entry } = approval
+        return entry
+      })
+    },
+
+    async get (owner, runId) {
+      return liveRun(owner, runId)
+    },
+
+    async answer (owner, runId, ids) {
+      const found = ids.map((id) => liveApproval(owner, id))
+      if (found.some((approval) => approval === null || approval.runId !== runId)) return { ok: false, reason: 'gone' }
+      if (found.some((approval) => approval?.status !== 'pending')) return { ok: false, reason: 'answered' }
+      const run = liveRun(owner, runId)
+      if (run === null) return { ok: false, reason: 'gone' }
+      for (const approval of found) if (approval !== null) approval.status = 'answered'
+      dropRun(runId)
+      return { ok: true, run }
+    },
+
+    async waiting (owner, family, scope) {
+      return takeScope(owner, family, scope)
+    },
+
+    async supersede (owner, family, scope) {
+      const run = takeScope(owner, family, scope)
+      if (run === null) return null
+      for (const { id } of run.approvals) {
+        const approval = approvals.get(id)
+        if (approval?.status === 'pending') approval.status = 'superseded'
+      }
+      dropRun(run.runId)
+      return run
+    },
+
+    async drop (owner, family, scope) {
+      const run = takeScope(owner, family, scope)
+      if (run === null) return
+      for (const { id } of run.approvals) approvals.delete(id)
+      dropRun(run.runId)
+    },
+
+    async close () {
+      runs.clear()
+      approvals.clear()
+      scopes.clear()
+    },
+  }
+}
