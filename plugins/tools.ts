@@ -31,13 +31,15 @@ export default fp(async (app) => {
   const servers = config.mcpServers
   const { mcpServerUp } = app.metrics
   // The MCP SDK (and the zod it brings) is loaded only when MCP_CONFIG_FILE names a server: a faster start, less idle memory.
-  const mcp = servers.size === 0 ? NO_MCP_SERVERS : (await import('../lib/tools/mcp/servers.js')).createMcpServers(servers, {
-    registry,
-    log: app.log.child({ component: 'mcp' }),
-    callTimeoutMs: config.MCP_TOOL_TIMEOUT_SECONDS * 1000,
-    maxConcurrentCalls: config.MCP_MAX_CONCURRENT_CALLS,
-    onState: (server, state) => { mcpServerUp.set({ server }, state === 'up' ? 1 : 0) },
-  })
+  const mcp = servers.size === 0
+    ? NO_MCP_SERVERS
+    : (await import('../lib/tools/mcp/servers.js')).createMcpServers(servers, {
+        registry,
+        log: app.log.child({ component: 'mcp' }),
+        callTimeoutMs: config.MCP_TOOL_TIMEOUT_SECONDS * 1000,
+        maxConcurrentCalls: config.MCP_MAX_CONCURRENT_CALLS,
+        onState: (server, state) => { mcpServerUp.set({ server }, state === 'up' ? 1 : 0) },
+      })
   app.decorate('mcp', mcp)
   for (const server of servers.keys()) {
     mcpServerUp.set({ server }, 0)
