@@ -1,15 +1,9 @@
 // Stores plugin: sessions, rate-limit windows, the conversation log and the stream log, in process or in Redis (REDIS_URL, REDIS_CLUSTER).
 import fp from 'fastify-plugin'
 import { createMemoryConversationLog, createMemoryRateLimitStore, createMemorySessionStore } from '../lib/stores/memory.js'
-import {
-  closeRedisClient, createRedisClient, createRedisClusterClient, createRedisConversationLog, createRedisRateLimitStore,
-  createRedisSessionStore, waitForRedis, withConversationLogOutages, withRateLimitFallback, withSessionOutageLog,
-} from '../lib/stores/redis.js'
 import type { ConversationLog, RateLimitStore, SessionStore } from '../lib/stores/types.js'
 import type { StreamLog } from '../lib/stores/stream-log.js'
 import { createMemoryStreamLog } from '../lib/stores/memory-stream-log.js'
-import { streamLogConnections } from '../lib/stores/redis-stream-log/connections.js'
-import { createRedisStreamLog } from '../lib/stores/redis-stream-log/log.js'
 import { createMemoryChatStreamIndex, createRedisChatStreamIndex, type ChatStreamIndex } from '../lib/stores/chat-streams.js'
 import { createMemoryResponseStore, createRedisResponseStore, type ResponseStore } from '../lib/stores/responses.js'
 import { createMemoryRunStore, type RunStore } from '../lib/stores/run-store.js'
@@ -67,6 +61,13 @@ export default fp<StoresPluginOptions>(async (app, options) => {
       detachedRuns: createMemoryDetachedRuns({ leaseMs: DETACHED_LEASE_MS }),
     }
   } else {
+    // Loaded only with REDIS_URL: ioredis is not needed by an in-process service (a faster start, less idle memory).
+    const {
+      closeRedisClient, createRedisClient, createRedisClusterClient, createRedisConversationLog, createRedisRateLimitStore,
+      createRedisSessionStore, waitForRedis, withConversationLogOutages, withRateLimitFallback, withSessionOutageLog,
+    } = await import('../lib/stores/redis.js')
+    const { streamLogConnections } = await import('../lib/stores/redis-stream-log/connections.js')
+    const { createRedisStreamLog } = await import('../lib/stores/redis-stream-log/log.js')
     const clientOptions = { logger: app.log, connectionName: 'agent-chat-api' }
     const redis = config.REDIS_CLUSTER
       ? createRedisClusterClient(config.REDIS_URL, clientOptions)

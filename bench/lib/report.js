@@ -31,6 +31,14 @@ function chatRows (rows, judge, chat, provider, route = 'POST /api/v1/chat') {
     rows.push(r2)
     rows.push({ scenario, metric: 'latency p50 / p99 ms', service: `${fmt(s.p50, 1)} / ${fmt(s.p99, 1)}`, reference: `${fmt(n.p50, 1)} / ${fmt(n.p99, 1)}` })
     rows.push({ scenario, metric: 'peak RSS MB', service: mb(s.peakRss), reference: mb(n.peakRss) })
+    const upstream = s.others?.fake?.cpuPerRequestUs
+    if (upstream !== undefined) {
+      // The upstream's own CPU for the very requests the service sent it, in the same rounds: a gateway does about twice
+      // an upstream's HTTP work plus a log line, auth and metrics, so about 3x the upstream is the floor to aim at.
+      const r5 = { scenario, metric: 'server CPU µs/req vs the upstream\'s own (same rounds)', service: fmt(s.cpuPerRequestUs, 1), reference: `${fmt(upstream, 1)} (fake upstream)`, ratio: ratio(s.cpuPerRequestUs, upstream) }
+      judge(r5, `chat${provider} CPU/req ≤ 3 × the upstream's own`, r5.ratio, '≤ 3.0', r5.ratio <= 3)
+      rows.push(r5)
+    }
     if (f) rows.push({ scenario, metric: 'req/s vs the fake called directly', service: fmt(s.rps), reference: `${fmt(f.rps)} (fake, ${fmt(f.cpuPerRequestUs, 1)} µs/req)`, ratio: ratio(s.rps, f.rps) })
   }
 }

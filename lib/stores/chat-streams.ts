@@ -1,5 +1,6 @@
 // Which resumable stream a UI chat is running (DECISIONS section 16): chat id to stream id, per owner, in process or in Redis.
-import { hashKey, type RedisConnection } from './redis-client.js'
+import { hashKey } from './hash-key.js'
+import type { RedisConnection } from './redis-client.js'
 
 /**
  * The latest stream of each UI chat, so the reconnect route (`GET /api/v1/ui/chat/{id}/stream`) finds it.

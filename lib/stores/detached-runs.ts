@@ -1,5 +1,6 @@
 // Runs of one identity that go on without a client (README, resumable streams): a leased set per identity, in process or in Redis.
-import { hashKey, type RedisConnection } from './redis-client.js'
+import { hashKey } from './hash-key.js'
+import type { RedisConnection } from './redis-client.js'
 import { defineScript } from './redis/scripts.js'
 
 /**

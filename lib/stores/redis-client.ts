@@ -1,6 +1,6 @@
 // The shared ioredis connection (one Redis or a Cluster): fails fast while Redis is down, reconnects forever, never crashes.
 /// <reference path="./cluster-key-slot.d.ts" />
-import { createHash, randomBytes } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
 import calculateSlot from 'cluster-key-slot'
 import { Cluster, Command, Redis, type RedisOptions } from 'ioredis'
 import { parseClusterUrls } from './redis-url.js'
@@ -196,10 +196,7 @@ export async function closeRedisClient (redis: RedisConnection, timeoutMs = 1000
   }
 }
 
-/** sha256 hex of a caller identity or key, so API keys never appear in Redis key names. */
-export function hashKey (value: string): string {
-  return createHash('sha256').update(value).digest('hex')
-}
+export { hashKey } from './hash-key.js'
 
 /** A random member suffix, unique across replicas hitting in the same millisecond. */
 export function uniqueNonce (): string {
