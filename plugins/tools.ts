@@ -16,6 +16,7 @@ declare module 'fastify' {
 /** The MCP servers of a service without MCP_CONFIG_FILE. */
 const NO_MCP_SERVERS: McpServers = {
   async start () {},
+  endpoint: () => undefined,
   statuses: () => ({}),
   async close () {},
 }
