@@ -1,4 +1,4 @@
-// Bearer auth and caller identity (SPEC section 5, DECISIONS section 7).
+// Bearer auth and caller identity (README "Limits").
 // Every route not marked `config: { open: true }` needs `Authorization: Bearer <one of API_KEYS>` when
 // keys are configured; empty API_KEYS turns auth off (one warning at startup). Keys are compared in
 // constant time on their SHA-256 digests, so neither content nor length leaks, and are never logged.
@@ -140,7 +140,7 @@ export default fp(async (app) => {
       request.identity = identityOfDigest(entry.digest)
       request.keyLabel = entry.label
     } else {
-      // DECISIONS 7: a protected route without a configured bearer key is refused; an X-API-Key alone does
+      // README "Limits": a protected route without a configured bearer key is refused; an X-API-Key alone does
       // not authenticate (nor, being refused, name a rate-limit identity).
       request.identity = `ip:${request.ip}`
       refused.add(request)

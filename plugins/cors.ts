@@ -1,4 +1,4 @@
-// CORS (SPEC section 4.3, DECISIONS section 2): an explicit origin list with credentials, or `*` without.
+// CORS (README "Endpoints", "Configuration"): an explicit origin list with credentials, or `*` without.
 import fp from 'fastify-plugin'
 import cors from '@fastify/cors'
 

@@ -1,4 +1,4 @@
-// OpenAPI document and Swagger UI at /docs (DECISIONS section 1): generated from the route schemas, no CDN.
+// OpenAPI document and Swagger UI at /docs (README "Endpoints"): generated from the route schemas, no CDN.
 import fp from 'fastify-plugin'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'

@@ -1,4 +1,4 @@
-// LLM plugin: a provider per model (the router, DECISIONS 14), behind the concurrency limit and queue (DECISIONS 3, 9).
+// LLM plugin: a provider per model (the router, README "Models and providers"), behind the concurrency limit and queue (README "Models and providers", "Limits").
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import type { ModelRoute } from '../lib/config/models.js'

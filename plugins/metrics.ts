@@ -1,4 +1,4 @@
-// Prometheus metrics (SPEC section 4.2, DECISIONS section 10): an app-owned registry, never the global one.
+// Prometheus metrics (README "Endpoints", "Operations"): an app-owned registry, never the global one.
 import fp from 'fastify-plugin'
 import type { FastifyRequest } from 'fastify'
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'

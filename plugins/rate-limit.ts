@@ -1,4 +1,4 @@
-// Rate limits (SPEC section 8, DECISIONS section 7): one onRequest hook over the RateLimitStore in app.stores.
+// Rate limits (README "Limits"): one onRequest hook over the RateLimitStore in app.stores.
 //
 // - Global: RATE_LIMIT_PER_MINUTE per caller identity (plugins/auth.ts) per RATE_LIMIT_WINDOW_SECONDS,
 //   sliding window, on every route except open ones (`config: { open: true }`) and unmatched requests.

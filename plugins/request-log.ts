@@ -1,4 +1,4 @@
-// Request logging: X-Request-Id echo, no-cache, and one log line per request (DECISIONS section 10).
+// Request logging: X-Request-Id echo, no-cache, and one log line per request (README "Operations").
 import fp from 'fastify-plugin'
 import type { FastifyReply } from 'fastify'
 import { randomUUID } from 'node:crypto'
@@ -38,7 +38,7 @@ export default fp(async (app) => {
   // A callback hook: no promise and no extra microtask per request.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id)
-    // SPEC section 6: responses carry Cache-Control: no-cache (chat answers must never be cached).
+    // README "Endpoints": responses carry Cache-Control: no-cache (chat answers must never be cached).
     reply.header('cache-control', 'no-cache')
     done()
   })

@@ -1,4 +1,4 @@
-// Resumable streams plugin (DECISIONS 13): opens a stream in the event log and follows it over SSE; detached runs end on shutdown.
+// Resumable streams plugin (README "Resumable streams"): opens a stream in the event log and follows it over SSE; detached runs end on shutdown.
 import { randomUUID } from 'node:crypto'
 import fp from 'fastify-plugin'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'

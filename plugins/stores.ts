@@ -17,11 +17,11 @@ export interface Stores {
   sessions: SessionStore
   rateLimit: RateLimitStore
   conversations: ConversationLog
-  /** Events of resumable streams (DECISIONS 13). */
+  /** Events of resumable streams (README "Resumable streams"). */
   streamLog: StreamLog
-  /** The latest stream of each UI chat (DECISIONS 16). */
+  /** The latest stream of each UI chat (README "Chat UIs"). */
   chatStreams: ChatStreamIndex
-  /** Stored responses of `POST /v1/responses` (DECISIONS 17). */
+  /** Stored responses of `POST /v1/responses` (README "OpenAI-compatible API"). */
   responses: ResponseStore
   /** Runs paused for a person's approval (README "Tool approval"). */
   runs: RunStore
@@ -82,7 +82,7 @@ export default fp<StoresPluginOptions>(async (app, options) => {
         // (each waits until a replica has it, at most 100 ms); a single Redis fails fast.
         ...(config.REDIS_CLUSTER ? { retry: { attempts: 8, delayMs: 250 }, replicaAck: { timeoutMs: 100 } } : {}),
       }), app.log),
-      // While Redis is down the limits hold per process (DECISIONS 7), never off.
+      // While Redis is down the limits hold per process (README "Limits"), never off.
       rateLimit: withRateLimitFallback(createRedisRateLimitStore(redis, { prefix }), createMemoryRateLimitStore(), {
         logger: app.log,
         onFallback: () => { app.metrics.rateLimitStoreErrors.inc() },

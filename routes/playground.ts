@@ -1,4 +1,4 @@
-// GET /playground (DECISIONS section 16): the chat page and its assets, served by the service itself, open like /docs.
+// GET /playground (README "Chat UIs"): the chat page and its assets, served by the service itself, open like /docs.
 import { existsSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'

@@ -14,7 +14,7 @@ import { SessionChatRequest, SessionChatResponse, SseResponse } from '../schemas
 import { modelErrorResponses } from '../schemas/common.js'
 
 /**
- * A failed POST /chat is 500 `{detail}` (SPEC section 4.2), besides the shared 500 bodies. `DetailError`
+ * A failed POST /chat is 500 `{detail}` (README "Endpoints"), besides the shared 500 bodies. `DetailError`
  * comes last: the serializer takes the first branch that fits, and `{error, detail}` fits it too.
  */
 const chatErrorResponses = {

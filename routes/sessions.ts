@@ -1,4 +1,4 @@
-// GET and DELETE /sessions/{id}: a caller's own conversation memory (DECISIONS section 5).
+// GET and DELETE /sessions/{id}: a caller's own conversation memory (README "Unversioned layout (sessions)").
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { HttpError, sessionStoreDown } from '../lib/domain/errors.js'
 import { SessionHistory, SessionParams } from '../schemas/chat.js'

@@ -1,4 +1,4 @@
-// Request and response schemas of the chat routes (SPEC section 2, DECISIONS section 4), built from the config.
+// Request and response schemas of the chat routes (README "Endpoints"), built from the config.
 import { Type, type Static } from 'typebox'
 import { MAX_TOTAL_CHARS_KEYWORD, MAX_TOTAL_TEXT_CHARS } from './common.js'
 
@@ -17,7 +17,7 @@ export const MAX_IMAGE_CHARS = Math.ceil(MAX_IMAGE_BYTES / 3) * 4 + 64
 export const V2_BYTES_PER_IMAGE = MAX_IMAGE_CHARS + Math.ceil(MAX_IMAGE_CHARS / 32) + 64
 /** The most any v2 body may be: every image at its largest plus the normal limit (the Content-Length check). */
 export const V2_BODY_LIMIT = BODY_LIMIT_BYTES + MAX_IMAGES * V2_BYTES_PER_IMAGE
-/** Most messages one request may carry (DECISIONS section 4). */
+/** Most messages one request may carry (README "Endpoints"). */
 export const MAX_MESSAGES = 1000
 
 /** Most tool names one request may enable. */
@@ -33,7 +33,7 @@ export const ChatMessage = Type.Object({
   content: Type.String({ minLength: 1, maxLength: 32000, description: 'Message text, 1 to 32000 characters' }),
 })
 
-/** `resumable` of every stream request (DECISIONS 13). */
+/** `resumable` of every stream request (README "Resumable streams"). */
 const resumableField = {
   resumable: Type.Optional(Type.Boolean({
     description: 'Default false. With a stream: the run goes on when the client leaves; the answer carries `X-Stream-Id` and ' +
@@ -169,7 +169,7 @@ export const SseResponse = {
   content: { 'text/event-stream': { schema: Type.String({ description: 'data: lines, one event per blank-line-terminated block' }) } },
 }
 
-/** Unversioned ChatRequest (SPEC section 2.2). */
+/** Unversioned ChatRequest (README "Endpoints"). */
 export const SessionChatRequest = Type.Object({
   message: Type.Optional(Type.String({
     minLength: 1, maxLength: 10000, description: 'The user message, 1 to 10000 characters; markup like <script> is refused. Required unless `approvals` is sent',

@@ -1,7 +1,7 @@
-// Shared schemas: the error bodies of SPEC section 7 / DECISIONS section 4, declared once for validation and docs.
+// Shared schemas: the error bodies of README "Errors" / README "Endpoints" declared once for validation and docs.
 import { Type } from 'typebox'
 
-/** Most characters of message text one request may carry, all messages together (DECISIONS section 4). */
+/** Most characters of message text one request may carry, all messages together (README "Endpoints"). */
 export const MAX_TOTAL_TEXT_CHARS = 4_000_000
 
 /** Schema keyword bounding the summed `content` length of a message array (lib/validation.ts adds it to Ajv). */

@@ -1,4 +1,4 @@
-// Health and readiness bodies (SPEC section 4, DECISIONS section 10).
+// Health and readiness bodies (README "Endpoints", "Operations").
 import { Type } from 'typebox'
 
 export const HealthBody = Type.Object({

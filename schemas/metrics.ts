@@ -1,4 +1,4 @@
-// /metrics (SPEC section 4.2, DECISIONS section 10): the Prometheus text form, or the JSON form.
+// /metrics (README "Endpoints", "Operations"): the Prometheus text form, or the JSON form.
 import { Type } from 'typebox'
 
 export const MetricsQuery = Type.Object({

@@ -1,4 +1,4 @@
-// Schemas of the resumable stream routes (DECISIONS 13): resume and cancel.
+// Schemas of the resumable stream routes (README "Resumable streams"): resume and cancel.
 import { Type, type Static } from 'typebox'
 
 export const StreamParams = Type.Object({

@@ -1,4 +1,4 @@
-// Response schema of GET /api/v1/tools (DECISIONS section 15).
+// Response schema of GET /api/v1/tools (README "MCP tools").
 import { Type, type Static } from 'typebox'
 
 export const ToolInfo = Type.Object({

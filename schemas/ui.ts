@@ -1,4 +1,4 @@
-// Request schema of POST /api/v1/ui/chat (DECISIONS section 16): the body the AI SDK's DefaultChatTransport sends.
+// Request schema of POST /api/v1/ui/chat (README "Chat UIs"): the body the AI SDK's DefaultChatTransport sends.
 import { Type, type Static } from 'typebox'
 import { MAX_IMAGE_CHARS } from './chat.js'
 

@@ -45,7 +45,7 @@ for (const layout of layouts) {
     const { app } = await build(t)
     const get = (name: string) => app.inject({ method: 'GET', url: `${layout.prefix}/throw/${name}` })
 
-    // A model failure: 502 in the versioned layout (DECISIONS 8), 500 in the unversioned one (SPEC 4.2).
+    // A model failure: 502 in the versioned layout (README "Models and providers"), 500 in the unversioned one (README "Endpoints").
     let res = await get('llm')
     t.equal(res.statusCode, layout.modelFailure)
     t.same(res.json(), { detail: 'Model call failed: upstream exploded' })

@@ -1,5 +1,5 @@
 // The service's environment in every bench script: every plugin on (auth with a key, metrics, request log at
-// info), rate limits too high to refuse and the concurrency limit (DECISIONS 9) raised: measure the code, not
+// info), rate limits too high to refuse and the concurrency limit (README "Limits") raised: measure the code, not
 // the policy.
 
 /** The key requests send (`Authorization: Bearer bench-key`). */

@@ -1,4 +1,4 @@
-// Typed events of an agent run (SPEC section 6.2, DECISIONS sections 6 and 13): what every stream format reads.
+// Typed events of an agent run (README "Endpoints", "Resumable streams"): what every stream format reads.
 
 /**
  * One event of a run. `tool_call`, `tool_result` and `token` carry SPEC's `{type, data}`; the rest of
@@ -11,7 +11,7 @@ export type AgentEvent =
   | { type: 'tool_call', data: { tool: string, args: Record<string, unknown> }, callId: string }
   | {
     type: 'tool_result'
-    /** `content` is the first 200 characters of the result (SPEC section 6.2). */
+    /** `content` is the first 200 characters of the result (README "Endpoints"). */
     data: { tool: string, content: string }
     callId: string
     isError: boolean

@@ -1,4 +1,4 @@
-// Error classes of SPEC section 7: each carries what the error handlers need to answer it.
+// Error classes of README "Errors": each carries what the error handlers need to answer it.
 
 /** A failed model call; `statusCode` tells a timeout (504) from other failures (502); each layout answers it its own way. */
 export class LLMServiceError extends Error {

@@ -42,7 +42,7 @@ export type Usage = Static<typeof UsageSchema> & {
   cache_write_tokens?: number
 }
 
-/** Where a usage figure comes from (DECISIONS section 13). */
+/** Where a usage figure comes from (README "Resumable streams"). */
 export type UsageSource = 'provider' | 'partial' | 'estimated'
 
 /** The usage a stream reports before its terminal event. */

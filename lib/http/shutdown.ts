@@ -1,4 +1,4 @@
-// Graceful shutdown (DECISIONS section 11): drain, give in-flight work a grace period, then close what is left.
+// Graceful shutdown (README "Deployment"): drain, give in-flight work a grace period, then close what is left.
 import type { FastifyInstance } from 'fastify'
 
 /**

@@ -1,4 +1,4 @@
-// The one SSE writer every stream route uses (SPEC section 6, DECISIONS section 6): framing, heartbeat, backpressure, disconnects.
+// The one SSE writer every stream route uses (README "Endpoints"): framing, heartbeat, backpressure, disconnects.
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { parseNamedEvent } from '../domain/named-events.js'
@@ -40,7 +40,7 @@ export interface SseWriter {
    * Messages sent in one turn of the event loop go out in one write (one HTTP chunk), after the turn's
    * promises have run. Resolves at once unless an earlier write filled the client's buffer: then after
    * `'drain'` or close.
-   * With `id` (resumable streams, DECISIONS 13) the message starts with an `id:` line ({@link frameSseWithId}).
+   * With `id` (resumable streams, README "Resumable streams") the message starts with an `id:` line ({@link frameSseWithId}).
    */
   send (payload: string, id?: number | string): Promise<void>
   /**

@@ -1,4 +1,4 @@
-// The input rule of SPEC section 2.2: markup that could run script in a chat widget is refused (422).
+// The input rule of README "Endpoints": markup that could run script in a chat widget is refused (422).
 import { RequestValidationError } from './validation.js'
 
 /** True when `text` holds `<script ... >`, `javascript:` or `onerror=` in any case. Linear time. */

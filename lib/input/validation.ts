@@ -1,4 +1,4 @@
-// Turns Ajv/Fastify validation failures into the `{detail: [{loc, msg, type}]}` body of DECISIONS section 4.
+// Turns Ajv/Fastify validation failures into the `{detail: [{loc, msg, type}]}` body of README "Endpoints".
 import { MAX_TOTAL_CHARS_KEYWORD, MAX_TOTAL_TEXT_CHARS } from '../../schemas/common.js'
 
 export interface ValidationIssue { loc: Array<string | number>, msg: string, type: string }

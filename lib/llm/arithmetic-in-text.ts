@@ -1,4 +1,4 @@
-// Finds an arithmetic expression in free text, for the offline model's calculator rule (DECISIONS section 3).
+// Finds an arithmetic expression in free text, for the offline model's calculator rule (README "Models and providers").
 import { isDigit, isNamePart, scanNumber } from '../tools/calculator.js'
 
 type ScanToken = { kind: 'operand' | 'binary' | 'sign' | '(' | ')' | 'break', start: number, end: number }

@@ -1,9 +1,9 @@
-// Concurrency limit of model calls with a bounded FIFO queue (DECISIONS section 9).
+// Concurrency limit of model calls with a bounded FIFO queue (README "Limits").
 import { HttpError } from '../domain/errors.js'
 import { AbortError } from './abort.js'
 import type { LLMProvider, ModelRequest, ModelResponse, ModelStreamEvent } from './types.js'
 
-/** Options of {@link createLimiter} (DECISIONS section 9). */
+/** Options of {@link createLimiter} (README "Limits"). */
 export interface LimiterOptions {
   /** Calls running at once (MAX_CONCURRENT_REQUESTS). At least 1. */
   maxConcurrent: number

@@ -1,4 +1,4 @@
-// Retry policy of model calls (DECISIONS section 8): bounded exponential back-off, retry-after honoured within bounds.
+// Retry policy of model calls (README "Models and providers"): bounded exponential back-off, retry-after honoured within bounds.
 import { setTimeout as sleep } from 'node:timers/promises'
 import { AbortError, isAbortError, throwIfAborted } from './abort.js'
 

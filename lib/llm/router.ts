@@ -1,4 +1,4 @@
-// The model router (DECISIONS section 14): one provider per model name, fallback before the first output, cooldown.
+// The model router (README "Models and providers"): one provider per model name, fallback before the first output, cooldown.
 import { LLMServiceError } from '../domain/errors.js'
 import { isAbortError } from './abort.js'
 import type { ModelCallEnd, ModelCallObserver } from './hooks.js'
@@ -17,7 +17,7 @@ export interface RouterModel {
   provider: LLMProvider
   /** Client-visible names tried in order when this model fails before its first output. */
   fallbacks: readonly string[]
-  /** The provider reports its own name (offline answers `offline`, DECISIONS section 3). */
+  /** The provider reports its own name (offline answers `offline`, README "Models and providers"). */
   reportsOwnName?: boolean
   /** Provider kind (`anthropic`, `openai`, `offline`) and base URL, as hooks see them; default the provider's name. */
   kind?: string

@@ -7,7 +7,7 @@ export interface ModelRequest {
   system?: string
   messages: ChatTurn[]
   maxTokens: number
-  /** Forwarded only where the API version accepts it (DECISIONS section 12). */
+  /** Forwarded only where the API version accepts it (README "Models and providers"). */
   temperature?: number
   tools?: ToolSpec[]
   /** How the model may use `tools` (`any`: it must call one; `tool`: that one); default auto. Providers map it. */

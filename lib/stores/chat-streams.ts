@@ -1,4 +1,4 @@
-// Which resumable stream a UI chat is running (DECISIONS section 16): chat id to stream id, per owner, in process or in Redis.
+// Which resumable stream a UI chat is running (README "Chat UIs"): chat id to stream id, per owner, in process or in Redis.
 import { hashKey } from './hash-key.js'
 import type { RedisConnection } from './redis-client.js'
 

@@ -1,4 +1,4 @@
-// The resumable stream event log (DECISIONS section 13): one interface, an in-process and a Redis backend.
+// The resumable stream event log (README "Resumable streams"): one interface, an in-process and a Redis backend.
 
 /** One event of a stream as the log keeps it: `id` strictly increases within the stream (1, 2, ...). */
 export interface StreamEntry {
@@ -11,7 +11,7 @@ export interface StreamEntry {
 
 /** What a stream records when it starts. */
 export interface StreamStartOptions {
-  /** Caller identity (DECISIONS 7); only it may read or cancel the stream. */
+  /** Caller identity (README "Limits"); only it may read or cancel the stream. */
   owner: string
   /** Name of the stream format (e.g. `agent`, `text`, `session`), for operators. */
   format: string

@@ -45,7 +45,7 @@ export async function readSse (response: Response): Promise<{ events: string[], 
   return { events, comments }
 }
 
-/** The stream headers of DECISIONS section 6, spelled out (not read from SSE_HEADERS: this is the contract). */
+/** The stream headers of README "Endpoints" spelled out (not read from SSE_HEADERS: this is the contract). */
 export function assertSseHeaders (t: Test, response: Response): void {
   t.equal(response.headers.get('content-type'), 'text/event-stream; charset=utf-8')
   t.equal(response.headers.get('cache-control'), 'no-cache')

@@ -162,7 +162,7 @@ test('client disconnect while the model is thinking: the call is aborted, no fur
   t.equal(fake.pending, 2, 'the later scripts stay pending: no further tool_use, so no tool run')
   t.ok(await eventually(() => app.streams.size === 0), 'the stream left the registry')
   t.ok(await eventually(() => logs.lines.some((l) => l['msg'] === 'stream ended: client disconnected')))
-  // DECISIONS 13: the tokens of a stream that was left are logged too, with their source.
+  // README "Resumable streams": the tokens of a stream that was left are logged too, with their source.
   const [record] = await waitForConversations(app, 1)
   t.match(record, { reply: '', model: 'claude-sonnet-5-5', usageSource: 'provider' }, 'an abandoned run is logged with what it used')
   // fetch may leave a spare keep-alive socket open after the abort; do not let it delay app.close().

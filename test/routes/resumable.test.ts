@@ -1,4 +1,4 @@
-// Resumable streams in process (DECISIONS 13): ids, disconnect and resume, readers, cancel per layout, bad ids, ownership, TTL.
+// Resumable streams in process (README "Resumable streams"): ids, disconnect and resume, readers, cancel per layout, bad ids, ownership, TTL.
 import { setTimeout as sleep } from 'node:timers/promises'
 import { test } from 'tap'
 import { assertSseHeaders } from '../helpers/sse-client.js'

@@ -85,7 +85,7 @@ test('a mid-stream failure ends the stream with [ERROR] <text>, status 200, no [
   t.match(cut[2], /^\[ERROR\] Model call failed: /)
   t.notOk(cut.includes('[DONE]'))
   t.equal(fake.requests.length, 2)
-  // DECISIONS 13: a failed stream's tokens are logged, with where the counts come from.
+  // README "Resumable streams": a failed stream's tokens are logged, with where the counts come from.
   const logged = await waitForConversations(app, 2)
   t.same(logged.map((r) => [r.reply, r.usageSource]), [['Partial answer', 'partial'], ['Cut off', 'partial']], 'failed streams are logged with partial usage')
   t.ok(logged.every((r) => r.usage.input_tokens > 0), 'the input counted at message start is kept')
@@ -191,7 +191,7 @@ test('a client disconnect is seen by the fake as an abort within 1 s', async (t)
   t.equal(fake.requests.length, 1, 'not retried')
   t.equal(app.llm.limiter.active, 0, 'slot given back')
   t.equal(app.streams.size, 0, 'stream closed')
-  // DECISIONS 13: an abandoned stream's tokens are logged, with where the counts come from.
+  // README "Resumable streams": an abandoned stream's tokens are logged, with where the counts come from.
   const [logged] = await waitForConversations(app, 1)
   t.match(logged, { reply: 'word0', usageSource: 'partial' }, 'an abandoned stream is logged with what it used')
 })

@@ -6,8 +6,8 @@ import { approvalsOf } from '../approvals.js'
 const usageEvent = (usage: UsageReport): string => JSON.stringify({ type: 'usage', data: usage })
 
 /**
- * `POST /api/v1/agent/stream` (SPEC 6.2): `{type, data}` JSON of tool_call, tool_result and token events;
- * a `usage` event before every terminal event (DECISIONS 13).
+ * `POST /api/v1/agent/stream` (README "Endpoints"): `{type, data}` JSON of tool_call, tool_result and token events;
+ * a `usage` event before every terminal event (README "Resumable streams").
  */
 export const agentEvents: StreamFormat = {
   name: 'agent',

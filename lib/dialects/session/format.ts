@@ -17,7 +17,7 @@ export function pythonRepr (text: string): string {
 }
 
 /**
- * `POST /chat/stream` (SPEC 6.3): chunks, `[DONE]`, `{'error': '<text>'}`; a pause for approval sends one
+ * `POST /chat/stream` (README "Endpoints"): chunks, `[DONE]`, `{'error': '<text>'}`; a pause for approval sends one
  * `event: approval_required` per pending approval before `[DONE]`.
  */
 export const sessionChunks: StreamFormat = {

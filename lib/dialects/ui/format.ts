@@ -1,4 +1,4 @@
-// The Vercel AI SDK's UI message stream protocol (DECISIONS section 16) as a per-stream StreamFormat of agent events.
+// The Vercel AI SDK's UI message stream protocol (README "Chat UIs") as a per-stream StreamFormat of agent events.
 import { randomUUID } from 'node:crypto'
 import type { AgentEvent } from '../../agent/events.js'
 import type { UsageReport } from '../../domain/types.js'

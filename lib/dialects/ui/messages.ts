@@ -1,4 +1,4 @@
-// AI SDK UI messages to model turns (DECISIONS section 16): text, images, earlier tool calls with their results.
+// AI SDK UI messages to model turns (README "Chat UIs"): text, images, earlier tool calls with their results.
 import { parseImage } from '../../input/images.js'
 import type { ChatTurn, ContentBlock, ImageBlock, ToolResultBlock, ToolUseBlock } from '../../domain/types.js'
 import { RequestValidationError, type ValidationIssue } from '../../input/validation.js'

@@ -50,7 +50,7 @@ export function chatRunSpec (body: ChatRequestBody, defaultTools: RunSpec['tools
   }
 }
 
-/** The AgentResponse body of a finished run (DECISIONS 4): `tool_calls` is null when no tool ran. */
+/** The AgentResponse body of a finished run (README "Endpoints"): `tool_calls` is null when no tool ran. */
 export function agentResponse (result: AgentResult): AgentResponseBody {
   return {
     content: result.content,

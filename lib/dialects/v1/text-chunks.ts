@@ -2,7 +2,7 @@
 import type { StreamFormat } from '../../agent/stream-format.js'
 import { DONE, textChunk } from '../text-chunk.js'
 
-/** `POST /api/v1/chat/stream` (SPEC 6.1): chunks, `[DONE]`, `[ERROR] <text>`. */
+/** `POST /api/v1/chat/stream` (README "Endpoints"): chunks, `[DONE]`, `[ERROR] <text>`. */
 export const textChunks: StreamFormat = {
   name: 'text',
   event: textChunk,

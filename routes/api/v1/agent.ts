@@ -1,4 +1,4 @@
-// POST /api/v1/agent/stream: the agent with every tool, as typed JSON events (SPEC section 6.2).
+// POST /api/v1/agent/stream: the agent with every tool, as typed JSON events (README "Endpoints").
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { requestKind } from '../../../lib/agent/approvals.js'

@@ -1,4 +1,4 @@
-// GET /api/v1/models: the models clients may name, with their provider and which one is the default (DECISIONS 14).
+// GET /api/v1/models: the models clients may name, with their provider and which one is the default (README "Models and providers").
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { ModelList } from '../../../schemas/models.js'

@@ -1,4 +1,4 @@
-// POST /api/v1/ui/chat and its reconnect URL: the AI SDK's useChat protocol (DECISIONS 16), UI messages in, a resumable UI message stream out.
+// POST /api/v1/ui/chat and its reconnect URL: the AI SDK's useChat protocol (README "Chat UIs"), UI messages in, a resumable UI message stream out.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { randomUUID } from 'node:crypto'
 import { Type } from 'typebox'
@@ -12,7 +12,7 @@ import { BODY_LIMIT_BYTES, MAX_IMAGE_BYTES, MAX_IMAGES, SseResponse, V2_BODY_LIM
 import { commonErrorResponses, modelErrorResponses } from '../../../schemas/common.js'
 import { UiChatParams, uiChatRequestSchema } from '../../../schemas/ui.js'
 
-/** Characters of message text a request may carry in all (DECISIONS section 4). */
+/** Characters of message text a request may carry in all (README "Endpoints"). */
 export const MAX_UI_CHARS = 4_000_000
 
 /** Where a part's free-form fields start: the top object, `messages`, a message, `parts`, a part. */
@@ -99,7 +99,7 @@ const uiChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
     if (Object.keys(ignored).length > 0) request.log.info({ chatId: body.id, ignored }, 'ui chat: message parts ignored')
     reply.header(UI_MESSAGE_STREAM_HEADER, UI_MESSAGE_STREAM_VERSION)
     const format = createUiMessageStream({ messageId: randomUUID() })
-    // Always resumable (DECISIONS 16), filed under the chat id for the transport's reconnect URL.
+    // Always resumable (README "Chat UIs"), filed under the chat id for the transport's reconnect URL.
     const spec = { model: body.model, system, messages: turns, tools: 'all' as const, conversationId: body.id, approval: { family: 'ui' as const, scope: body.id } }
     await app.agent.stream(request, reply, spec, format, {
       resumable: 'versioned',
