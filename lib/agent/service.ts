@@ -10,7 +10,7 @@ import type { RunHooks, RunObserver, RunOutcome } from './hooks.js'
 import { drive, resultOf, type AgentResult, type ToolPort } from './run.js'
 import type { RunSpec } from './spec.js'
 import { newRunState, type RunState } from './state.js'
-import { UsageTally } from './usage.js'
+import { UsageTally, type PriceLookup } from './usage.js'
 
 /** The logger a run writes to (pino's, Fastify's request logger). */
 export interface RunLogger {
@@ -62,6 +62,8 @@ export interface AgentPorts {
   provider: LLMProvider
   settings: AgentSettings
   needsApproval?: (name: string) => boolean
+  /** Model prices by the name clients use, for the usage's `cost_usd` (none: costs are null). */
+  priceOf?: PriceLookup
 }
 
 /** Where a stream's payloads go: the client's SSE response, or a resumable stream's log. */
@@ -179,7 +181,7 @@ export function createAgentService (ports: AgentPorts) {
   }
 
   const portsOf = (run: PreparedRun) => ({
-    provider: ports.provider, tools: ports.tools, observer: run.observer, needsApproval: ports.needsApproval,
+    provider: ports.provider, tools: ports.tools, observer: run.observer, needsApproval: ports.needsApproval, priceOf: ports.priceOf,
   })
 
   /**
