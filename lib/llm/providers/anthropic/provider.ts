@@ -16,7 +16,7 @@ export interface AnthropicProviderOptions extends ProviderSettings {
   baseURL?: string
   /** `anthropic-version` header; the SDK's default when absent. `2023-06-01` enables `temperature`. */
   apiVersion?: string
-  /** PROMPT_CACHING: cache breakpoints on every call (default true). */
+  /** PROMPT_CACHING: cache breakpoints on every call (the LLM plugin passes the setting; default false). */
   promptCaching?: boolean
 }
 
@@ -33,7 +33,7 @@ const ANTHROPIC_FAILURES = sdkFailures('Anthropic', Anthropic, (error) => {
  */
 export function createAnthropicProvider (options: AnthropicProviderOptions): LLMProvider {
   const legacyVersion = options.apiVersion === LEGACY_API_VERSION
-  const promptCaching = options.promptCaching ?? true
+  const promptCaching = options.promptCaching ?? false
   const transport = providerTransport(options)
   const client = new Anthropic({
     apiKey: options.apiKey,
