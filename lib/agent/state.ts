@@ -1,7 +1,7 @@
 // The state of a run as plain JSON: what a later request (on any replica) needs to continue it.
 import type { Static } from 'typebox'
 import type { ToolCall } from '../../schemas/chat.js'
-import type { ChatTurn, ToolResultBlock, ToolSpec, Usage } from '../domain/types.js'
+import type { ChatTurn, ToolResultBlock, ToolSpec } from '../domain/types.js'
 import type { UsageSource } from '../domain/types.js'
 
 /** Bumped whenever the shape changes: a stored state of another version is not continued. */
