@@ -407,7 +407,8 @@ async function budgetsScenario (fake) {
     return undefined
   }
   const prefix = `bench-budgets-${process.pid}:`
-  const onRedis = { REDIS_URL: config.redisUrl, REDIS_PREFIX: prefix, MODEL_PRICES: `${MODEL}=3:15:0.3:3.75` }
+  // One listed model, priced: with a USD budget every listed model needs a price.
+  const onRedis = { REDIS_URL: config.redisUrl, REDIS_PREFIX: prefix, MODELS: MODEL, MODEL_PRICES: `${MODEL}=3:15:0.3:3.75` }
   const [off, on] = await Promise.all([
     startService(fake, onRedis),
     // Budgets far above what the bench spends: every call is reserved and settled, none refused.
