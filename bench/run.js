@@ -43,8 +43,8 @@ const config = {
   resumableCounts: list(env.BENCH_RESUMABLE_STREAMS, ['1000']).map(Number),
   /** Redis for the resumable-on-Redis rows (skipped when it does not answer); keys under a private prefix, deleted after. */
   redisUrl: env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
-  /** Scenarios to run: health, chat, streams, resumable, soak, openai (JSON and streams through the OpenAI provider), v1 (/v1/chat/completions). */
-  only: list(env.BENCH_ONLY, ['health', 'chat', 'streams', 'resumable', 'soak', 'openai', 'v1']),
+  /** Scenarios to run: health, chat, budgets (budgets on Redis vs off), streams, resumable, soak, openai (JSON and streams through the OpenAI provider), v1 (/v1/chat/completions). */
+  only: list(env.BENCH_ONLY, ['health', 'chat', 'budgets', 'streams', 'resumable', 'soak', 'openai', 'v1']),
   /** Write V8 CPU profiles of the service and the references (node --cpu-prof). */
   profile: env.BENCH_PROFILE === '1',
   /** Where the service's request log goes; /dev/null by default (it is still formatted and written). */
@@ -398,6 +398,38 @@ async function soakScenario (service) {
   return soak
 }
 
+/**
+ * Budgets on vs off: the same service on the same Redis, once with a token and a USD budget (every model call
+ * reserves and settles in Redis scripts), once without; CPU per JSON chat compared (README "Budgets and prices").
+ * @param {{ url: string, pid: number }} fake
+ */
+async function budgetsScenario (fake) {
+  const { Redis } = await import('ioredis')
+  const redis = new Redis(config.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
+  redis.on('error', () => {})
+  const redisUp = await redis.connect().then(() => true, () => false)
+  redis.disconnect()
+  if (!redisUp) {
+    log(`budgets: skipped, no Redis at ${config.redisUrl}`)
+    return undefined
+  }
+  const prefix = `bench-budgets-${process.pid}:`
+  // One listed model, priced: with a USD budget every listed model needs a price.
+  const onRedis = { REDIS_URL: config.redisUrl, REDIS_PREFIX: prefix, MODELS: MODEL, MODEL_PRICES: `${MODEL}=3:15:0.3:3.75` }
+  const [off, on] = await Promise.all([
+    startService(fake, onRedis),
+    // Budgets far above what the bench spends: every call is reserved and settled, none refused.
+    startService(fake, { ...onRedis, BUDGET_TOKENS_PER_MINUTE: '1000000000000', BUDGET_USD_PER_DAY: '1000000000' }),
+  ])
+  const load = (server) => ({ url: `${server.url}/api/v1/chat`, method: 'POST', headers: JSON_HEADERS, body: CHAT_BODY })
+  const result = await jsonCompare('POST /api/v1/chat, budgets on (Redis: tokens per minute + USD per day) vs off', [
+    { name: 'on', label: 'budgets on', server: on, load: load(on) },
+    { name: 'off', label: 'budgets off', server: off, load: load(off) },
+  ])
+  await stop(off, on)
+  return result
+}
+
 async function main () {
   const results = {
     startedAt: new Date().toISOString(),
@@ -445,6 +477,7 @@ async function main () {
         ])
       }
     }
+    if (index === 0 && config.only.includes('budgets')) results.budgets = await budgetsScenario(fake)
     if (config.only.includes('streams')) {
       log(`streams (fake upstream ${delayMs} ms between tokens, ${config.tokensPerReply} tokens)`)
       results.streams ??= []

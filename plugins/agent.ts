@@ -214,6 +214,7 @@ function createAgent (app: FastifyInstance) {
     tools: app.tools,
     hooks: () => app.runHooks.all,
     provider: app.llm.provider,
+    priceOf: (model) => config.prices.get(model),
     settings: {
       defaultModel: config.defaultModel,
       temperature: config.MODEL_TEMPERATURE,

@@ -49,6 +49,7 @@ async function createRoutedProvider (app: FastifyInstance, limiter: Limiter): Pr
       ...(route.baseURL === undefined ? {} : { baseURL: route.baseURL }),
       ...(route.apiKey === undefined ? {} : { apiKey: route.apiKey }),
       ...(config.LLM_API_VERSION ? { apiVersion: config.LLM_API_VERSION } : {}),
+      promptCaching: config.PROMPT_CACHING,
       offline: {
         knowledgeKeys: app.knowledgeBase.keys(),
         findExpression: findArithmeticExpression,

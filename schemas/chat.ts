@@ -141,9 +141,12 @@ export function multimodalRequestSchema (models: readonly string[]) {
 }
 
 export const Usage = Type.Object({
-  input_tokens: Type.Integer({ description: 'Tokens read by the model' }),
+  input_tokens: Type.Integer({ description: 'Tokens read by the model, cached ones included' }),
   output_tokens: Type.Integer({ description: 'Tokens written by the model' }),
-})
+  cache_read_tokens: Type.Integer({ description: 'Part of input_tokens read from the provider\'s prompt cache' }),
+  cache_write_tokens: Type.Integer({ description: 'Part of input_tokens written to the provider\'s prompt cache' }),
+  cost_usd: Type.Union([Type.Number(), Type.Null()], { description: 'USD at the prices of the models that answered; null when one has no price' }),
+}, { description: 'Usage' })
 
 export const ToolCall = Type.Object({
   tool: Type.String({ description: 'Tool name' }),

@@ -113,6 +113,13 @@ export function evaluate (results) {
     rows.push(row)
   }
 
+  const budgets = results.budgets
+  if (budgets?.on && budgets?.off) {
+    const r = { scenario: 'POST /api/v1/chat, budgets (Redis)', metric: 'server CPU µs/req, budgets on', service: fmt(budgets.on.cpuPerRequestUs, 1), reference: `${fmt(budgets.off.cpuPerRequestUs, 1)} (budgets off)`, ratio: ratio(budgets.on.cpuPerRequestUs, budgets.off.cpuPerRequestUs) }
+    judge(r, 'chat CPU/req with budgets on (Redis) ≤ 1.05 × off', r.ratio, '≤ 1.05', r.ratio <= 1.05)
+    rows.push(r)
+  }
+
   for (const scenario of results.resumable ?? []) {
     const byTarget = new Map()
     for (const run of scenario.runs) byTarget.set(`${run.k}/${run.target}`, run)

@@ -8,7 +8,7 @@ export interface RunMetrics {
   llmRequestDuration: { observe (labels: { model: string, outcome: CallOutcome }, seconds: number): void }
   llmTimeToFirstToken: { observe (labels: { model: string }, seconds: number): void }
   toolCalls: { inc (labels: { tool: string, outcome: 'ok' | 'error' }): void }
-  llmTokens: { inc (labels: { model: string, type: 'input' | 'output' }, value: number): void }
+  llmTokens: { inc (labels: { model: string, type: 'input' | 'output' | 'cache_read' | 'cache_write' }, value: number): void }
 }
 
 /** Metrics as run hooks: every model call (from its slot to its end), tool run and run's tokens. */
@@ -35,6 +35,9 @@ export function createMetricsHooks (metrics: RunMetrics): RunHooks {
         for (const [model, usage] of result.usageByModel as ReadonlyMap<string, Usage>) {
           metrics.llmTokens.inc({ model, type: 'input' }, usage.input_tokens)
           metrics.llmTokens.inc({ model, type: 'output' }, usage.output_tokens)
+          // Parts of `input`, not added to it: a total is input + output.
+          metrics.llmTokens.inc({ model, type: 'cache_read' }, usage.cache_read_tokens ?? 0)
+          metrics.llmTokens.inc({ model, type: 'cache_write' }, usage.cache_write_tokens ?? 0)
         }
       },
     }),

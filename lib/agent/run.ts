@@ -3,12 +3,12 @@ import { AgentError } from '../domain/errors.js'
 import { throwIfAborted } from '../llm/abort.js'
 import { cutCallUsage } from '../llm/tokens.js'
 import type { LLMProvider, ModelRequest, ModelResponse } from '../llm/types.js'
-import type { ToolResultBlock, ToolSpec, Usage } from '../domain/types.js'
+import type { ToolResultBlock, ToolSpec, Usage, UsageSummary } from '../domain/types.js'
 import type { ToolResult, ToolRunOptions } from '../tools/types.js'
 import type { AgentEvent } from './events.js'
 import type { RunObserver } from './hooks.js'
 import type { PendingCall, PendingKind, RunState, ToolCallRecord } from './state.js'
-import { UsageTally } from './usage.js'
+import { UsageTally, type PriceLookup } from './usage.js'
 
 export type { ToolCallRecord } from './state.js'
 
@@ -31,6 +31,8 @@ export interface RunPorts {
   observer?: RunObserver | undefined
   /** Whether a call of this tool waits for a person's approval (default: none does). */
   needsApproval?: ((name: string) => boolean) | undefined
+  /** Model prices, for the usage's cost (default: none, so costs are null). */
+  priceOf?: PriceLookup | undefined
 }
 
 /** How one request drives a run. */
@@ -93,12 +95,12 @@ async function * callModel (state: RunState, ports: RunPorts, options: RunOption
       }
       if (message === undefined) throw new AgentError('The model stream ended without a message')
     }
-    usage.add(message.model, message.usage, message.usageEstimated === true ? 'estimated' : 'provider')
+    usage.add(message.model, message.usage, message.usageEstimated === true ? 'estimated' : 'provider', ports.priceOf?.(message.model))
     return message
   } finally {
     if (message === undefined) {
       const cut = cutCallUsage(reported, messages, written)
-      if (cut !== undefined) usage.add(settings.model, cut.usage, cut.source)
+      if (cut !== undefined) usage.add(settings.model, cut.usage, cut.source, ports.priceOf?.(settings.model))
     }
   }
 }
@@ -266,7 +268,7 @@ export interface AgentResult {
   /** Every text the model wrote, in order (what the token events carried). */
   content: string
   model: string
-  usage: Usage
+  usage: UsageSummary
   toolCalls: ToolCallRecord[]
   /** Turns the run added after the input: assistant tool calls, tool results, the final answer. */
   turns: RunState['turns']

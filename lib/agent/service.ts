@@ -15,7 +15,7 @@ import type { RunHooks, RunObserver, RunOutcome } from './hooks.js'
 import { drive, resume, resultOf, type AgentResult, type ApprovalDecision, type ToolPort } from './run.js'
 import type { RunSpec } from './spec.js'
 import { newRunState, type RunState } from './state.js'
-import { UsageTally } from './usage.js'
+import { UsageTally, type PriceLookup } from './usage.js'
 
 /** The logger a run writes to (pino's, Fastify's request logger). */
 export interface RunLogger {
@@ -68,6 +68,8 @@ export interface AgentPorts {
   settings: AgentSettings
   /** Whether calls of a tool wait for a person's approval (TOOL_APPROVAL_REQUIRED); none: no tool does. */
   needsApproval?: (name: string) => boolean
+  /** Model prices by the name clients use, for the usage's `cost_usd` (none: costs are null). */
+  priceOf?: PriceLookup
   /** Where paused runs live and what approval counts; needed once `needsApproval` gates a tool. */
   approvals?: ApprovalPorts | undefined
 }
@@ -257,7 +259,7 @@ export function createAgentService (ports: AgentPorts) {
   }
 
   const portsOf = (run: PreparedRun) => ({
-    provider: ports.provider, tools: ports.tools, observer: run.observer, needsApproval: ports.needsApproval,
+    provider: ports.provider, tools: ports.tools, observer: run.observer, needsApproval: ports.needsApproval, priceOf: ports.priceOf,
   })
 
   /** The run's events: a fresh run drives; a continuation resumes its paused turn with the answers. */

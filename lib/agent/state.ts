@@ -1,7 +1,7 @@
 // The state of a run as plain JSON: what a later request (on any replica) needs to continue it.
 import type { Static } from 'typebox'
 import type { ToolCall } from '../../schemas/chat.js'
-import type { ChatTurn, ToolResultBlock, ToolSpec, Usage } from '../domain/types.js'
+import type { ChatTurn, ToolResultBlock, ToolSpec } from '../domain/types.js'
 import type { UsageSource } from '../domain/types.js'
 
 /** Bumped whenever the shape changes: a stored state of another version is not continued. */
@@ -49,9 +49,19 @@ export interface PendingCall {
 /** Where a step left the run. */
 export type RunStatus = 'running' | 'final' | 'tool_calls_pending'
 
+/** One model's usage over a run: its calls' counts summed, and their cost in nano-dollars (null: no price). */
+export interface ModelUsage {
+  input_tokens: number
+  output_tokens: number
+  cache_read_tokens?: number
+  cache_write_tokens?: number
+  /** Absent in run states saved before costs were counted: unknown, as null. */
+  cost_nano?: number | null
+}
+
 /** Usage of a run so far, by the model that answered each call. */
 export interface UsageState {
-  byModel: Record<string, Usage>
+  byModel: Record<string, ModelUsage>
   source: UsageSource
   /** The model that answered last (as clients name it). */
   model: string

@@ -35,18 +35,24 @@ export interface ToolSpec {
 }
 
 /** Token counts of a model call; the cache parts are parts of `input_tokens` (absent: none reported). */
-export type Usage = Static<typeof UsageSchema> & {
+export interface Usage {
+  /** Every input token the model took, cached or not. */
+  input_tokens: number
+  output_tokens: number
   /** Part of `input_tokens` read from the provider's prompt cache. */
   cache_read_tokens?: number
   /** Part of `input_tokens` written to the provider's prompt cache. */
   cache_write_tokens?: number
 }
 
+/** The usage answers report (README "Budgets and prices"): every count, and the cost (null: a model has no price). */
+export type UsageSummary = Static<typeof UsageSchema>
+
 /** Where a usage figure comes from (README "Resumable streams"). */
 export type UsageSource = 'provider' | 'partial' | 'estimated'
 
 /** The usage a stream reports before its terminal event. */
-export interface UsageReport extends Usage {
+export interface UsageReport extends UsageSummary {
   /** The model that answered (as clients name it). */
   model: string
   source: UsageSource

@@ -164,7 +164,7 @@ test('without tools, /api/v1/chat offers none and makes one call', async (t) => 
   t.same(res.json(), {
     content: 'Hello there.',
     model: 'claude-sonnet-5-5',
-    usage: { input_tokens: 11, output_tokens: 3 },
+    usage: { input_tokens: 11, output_tokens: 3, cache_read_tokens: 0, cache_write_tokens: 0, cost_usd: null },
     tool_calls: null,
   })
   t.equal(fake.requests.length, 1)

@@ -16,14 +16,14 @@ async function tokens (app: Parameters<typeof sampleValue>[0]) {
 
 test('UsageTally: sums by model, reports the least exact source and the last model', async (t) => {
   const tally = new UsageTally('a')
-  t.same(tally.report(), { input_tokens: 0, output_tokens: 0, model: 'a', source: 'provider' }, 'nothing used yet')
+  t.same(tally.report(), { input_tokens: 0, output_tokens: 0, cache_read_tokens: 0, cache_write_tokens: 0, cost_usd: 0, model: 'a', source: 'provider' }, 'nothing used yet: nothing spent')
   tally.add('a', { input_tokens: 10, output_tokens: 2 }, 'provider')
   tally.add('b', { input_tokens: 5, output_tokens: 0 }, 'partial')
-  t.same(tally.report(), { input_tokens: 15, output_tokens: 2, model: 'b', source: 'partial' })
+  t.same(tally.report(), { input_tokens: 15, output_tokens: 2, cache_read_tokens: 0, cache_write_tokens: 0, cost_usd: null, model: 'b', source: 'partial' }, 'unpriced models: cost null')
   tally.add('b', { input_tokens: 1, output_tokens: 1 }, 'provider')
   t.equal(tally.source, 'partial', 'a later exact call does not hide an earlier cut one')
   tally.add('a', { input_tokens: 0, output_tokens: 3 }, 'estimated')
-  t.same([...tally.byModel()], [['a', { input_tokens: 10, output_tokens: 5 }], ['b', { input_tokens: 6, output_tokens: 1 }]])
+  t.same([...tally.byModel()], [['a', { input_tokens: 10, output_tokens: 5, cache_read_tokens: 0, cache_write_tokens: 0, cost_usd: null }], ['b', { input_tokens: 6, output_tokens: 1, cache_read_tokens: 0, cache_write_tokens: 0, cost_usd: null }]])
   t.equal(tally.source, 'estimated')
 })
 

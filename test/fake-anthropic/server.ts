@@ -5,6 +5,7 @@ import {
   errorBody, errorTypeFor, estimateTokens, evenChunks, type FakeContentBlock, type FakeMessage, type FakeUsage,
   messageFrames, sseFrame, wordChunks,
 } from './wire.js'
+import { FakePromptCache } from './prompt-cache.js'
 
 export type { FakeContentBlock, FakeMessage, FakeUsage } from './wire.js'
 
@@ -50,6 +51,8 @@ export type FakeRequest = FakeUpstreamRequest<FakeRequestBody, FakeScript['kind'
 export interface FakeAnthropicOptions extends FakeReplyOptions {
   /** Answer 400 to temperature/top_p/top_k unless `anthropic-version: 2023-06-01` (as the API does). Default true. */
   rejectSamplingParams?: boolean
+  /** The prompt cache's clock (default Date.now), so a test can let entries expire without waiting. */
+  now?: () => number
 }
 
 const SAMPLING_PARAMS = ['temperature', 'top_p', 'top_k'] as const
@@ -57,6 +60,24 @@ const SAMPLING_PARAMS = ['temperature', 'top_p', 'top_k'] as const
 /** The fake server. Start it with {@link startFakeAnthropic}. */
 export class FakeAnthropic extends FakeUpstream<FakeScript, FakeRequestBody, FakeAnthropicOptions> {
   protected override readonly wire = { pathPrefix: '', requestIdHeader: 'request-id', requestIdPrefix: 'req_fake_' }
+  /** Prefixes read and written by the requests' cache breakpoints (see prompt-cache.ts). */
+  readonly promptCache = new FakePromptCache(() => (this.options.now ?? Date.now)())
+
+  /**
+   * The usage of an answer: the prompt's tokens split into cache reads, writes and the uncached rest when
+   * the request marked breakpoints; a script's counts win.
+   */
+  #usage (body: FakeRequestBody, inputTokens: number, outputTokens: number, scripted: Partial<FakeUsage> | undefined): FakeUsage {
+    const cache = this.promptCache.use(body)
+    const usage: FakeUsage = { input_tokens: inputTokens, output_tokens: outputTokens }
+    if (cache.breakpoints > 0) {
+      const total = Math.max(inputTokens, cache.read + cache.write)
+      usage.input_tokens = total - cache.read - cache.write
+      usage.cache_read_input_tokens = cache.read
+      usage.cache_creation_input_tokens = cache.write
+    }
+    return { ...usage, ...scripted }
+  }
 
   protected override async answer ({ body }: FakeRequest, script: FakeScript | undefined, { serial, res, stream, destroy }: FakeReply): Promise<void> {
     const model = typeof body.model === 'string' ? body.model : 'claude-fake'
@@ -66,7 +87,7 @@ export class FakeAnthropic extends FakeUpstream<FakeScript, FakeRequestBody, Fak
       const { text, chunks } = this.#defaultReply(body)
       const delayMs = this.options.delayMs ?? 0
       if (!await this.wait(delayMs, res)) return
-      const message = this.#message(serial, model, [{ type: 'text', text }], 'end_turn', inputTokens, chunks.length)
+      const message = this.#message(serial, model, [{ type: 'text', text }], 'end_turn', this.#usage(body, inputTokens, chunks.length, undefined))
       if (stream) await this.#sendStream(res, serial, message, chunks, delayMs)
       else this.sendJson(res, serial, 200, message)
       return
@@ -77,7 +98,7 @@ export class FakeAnthropic extends FakeUpstream<FakeScript, FakeRequestBody, Fak
       case 'text': {
         const chunks = script.chunks === undefined ? wordChunks(script.text) : evenChunks(script.text, script.chunks)
         const message = this.#message(serial, model, [{ type: 'text', text: script.text }], script.stopReason ?? 'end_turn',
-          script.usage?.input_tokens ?? inputTokens, script.usage?.output_tokens ?? estimateTokens(script.text))
+          this.#usage(body, inputTokens, estimateTokens(script.text), script.usage))
         if (stream) await this.#sendStream(res, serial, message, chunks, script.chunkDelayMs ?? 0)
         else this.sendJson(res, serial, 200, message)
         return
@@ -89,14 +110,13 @@ export class FakeAnthropic extends FakeUpstream<FakeScript, FakeRequestBody, Fak
           content.push({ type: 'tool_use', id: tool.id ?? `toolu_fake_${serial}_${i}`, name: tool.name, input: tool.input })
         })
         const outputTokens = estimateTokens(JSON.stringify(content))
-        const message = this.#message(serial, model, content, 'tool_use',
-          script.usage?.input_tokens ?? inputTokens, script.usage?.output_tokens ?? outputTokens)
+        const message = this.#message(serial, model, content, 'tool_use', this.#usage(body, inputTokens, outputTokens, script.usage))
         if (stream) await this.#sendStream(res, serial, message, wordChunks(script.text ?? ''), 0)
         else this.sendJson(res, serial, 200, message)
         return
       }
       case 'midstream': {
-        const message = this.#message(serial, model, [], null, inputTokens, 1)
+        const message = this.#message(serial, model, [], null, this.#usage(body, inputTokens, 1, undefined))
         if (!stream) {
           res.writeHead(200, { 'content-type': 'application/json', ...this.requestIdHeader(serial) })
           await new Promise<void>((resolve) => { res.write(JSON.stringify(message).slice(0, 40), () => { resolve() }) })
@@ -131,6 +151,8 @@ export class FakeAnthropic extends FakeUpstream<FakeScript, FakeRequestBody, Fak
     if (typeof body.model !== 'string') return { status: 400, message: 'model: Field required' }
     if (typeof body.max_tokens !== 'number') return { status: 400, message: 'max_tokens: Field required' }
     if (!Array.isArray(body.messages)) return { status: 400, message: 'messages: Field required' }
+    const markerError = cacheControlError(body)
+    if (markerError !== undefined) return { status: 400, message: markerError }
     if (this.options.rejectSamplingParams !== false && version !== '2023-06-01') {
       const param = SAMPLING_PARAMS.find((name) => name in body)
       if (param !== undefined) return { status: 400, message: `${param}: Extra inputs are not permitted with anthropic-version ${version}` }
@@ -148,8 +170,7 @@ export class FakeAnthropic extends FakeUpstream<FakeScript, FakeRequestBody, Fak
     return { text, chunks: wordChunks(text) }
   }
 
-  #message (serial: number, model: string, content: FakeContentBlock[], stopReason: string | null,
-    inputTokens: number, outputTokens: number): FakeMessage {
+  #message (serial: number, model: string, content: FakeContentBlock[], stopReason: string | null, usage: FakeUsage): FakeMessage {
     return {
       id: `msg_fake_${serial}`,
       type: 'message',
@@ -158,7 +179,7 @@ export class FakeAnthropic extends FakeUpstream<FakeScript, FakeRequestBody, Fak
       content,
       stop_reason: stopReason,
       stop_sequence: null,
-      usage: { input_tokens: inputTokens, output_tokens: outputTokens },
+      usage,
     }
   }
 
@@ -176,6 +197,21 @@ export class FakeAnthropic extends FakeUpstream<FakeScript, FakeRequestBody, Fak
     return await this.writeFrames(res, serial, frames,
       (frame) => (frame.startsWith('event: content_block_delta') && deltas++ > 0 ? chunkDelayMs : undefined), 'text/event-stream; charset=utf-8')
   }
+}
+
+/** The API's 400 for misplaced `cache_control`: more than 4 breakpoints, or one on an empty text or thinking block. */
+function cacheControlError (body: FakeRequestBody): string | undefined {
+  const blocks: unknown[] = [...(body.tools ?? []), ...(Array.isArray(body.system) ? body.system as unknown[] : [])]
+  for (const message of body.messages ?? []) if (Array.isArray(message.content)) blocks.push(...(message.content as unknown[]))
+  let count = 0
+  for (const block of blocks) {
+    if (typeof block !== 'object' || block === null || !('cache_control' in block)) continue
+    count++
+    const { type, text } = block as { type?: unknown, text?: unknown }
+    if (type === 'text' && text === '') return 'cache_control cannot be set for empty text blocks'
+    if (type === 'thinking' || type === 'redacted_thinking') return `cache_control cannot be set on ${type} blocks`
+  }
+  return count > 4 ? `A maximum of 4 blocks with cache_control may be provided. Found ${count}.` : undefined
 }
 
 /** Text of the last user turn: its string, or its text and tool_result blocks joined by spaces. */

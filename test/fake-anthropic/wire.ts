@@ -1,7 +1,13 @@
 // Wire-format builders of the fake Anthropic server: message bodies, SSE frames, error bodies.
 export { estimateTokens, wordChunks } from '../fake-upstream/harness.js'
 
-export interface FakeUsage { input_tokens: number, output_tokens: number }
+/** Usage as the API reports it: `input_tokens` is the uncached part; the cache counts come when the request marked breakpoints. */
+export interface FakeUsage {
+  input_tokens: number
+  output_tokens: number
+  cache_read_input_tokens?: number
+  cache_creation_input_tokens?: number
+}
 
 export interface FakeTextBlock { type: 'text', text: string }
 export interface FakeToolUseBlock { type: 'tool_use', id: string, name: string, input: Record<string, unknown> }
@@ -64,7 +70,7 @@ export function messageFrames (message: FakeMessage, textChunks: string[]): stri
   const frames: string[] = []
   frames.push(sseFrame('message_start', {
     type: 'message_start',
-    message: { ...message, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: message.usage.input_tokens, output_tokens: 1 } },
+    message: { ...message, content: [], stop_reason: null, stop_sequence: null, usage: { ...message.usage, output_tokens: 1 } },
   }))
   frames.push(sseFrame('ping', { type: 'ping' }))
   message.content.forEach((block, index) => {

@@ -18,6 +18,8 @@ export function fakeEnv (url: string): Record<string, string> {
     LLM_TIMEOUT_SECONDS: '5',
     RATE_LIMIT_PER_MINUTE: '100000',
     CHAT_RATE_LIMIT_PER_MINUTE: '100000',
+    // Tests read the upstream bodies as the conversation; the prompt-caching tests turn breakpoints on.
+    PROMPT_CACHING: 'false',
   }
 }
 

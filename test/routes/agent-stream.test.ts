@@ -40,7 +40,7 @@ test('event order: text before the tool call as tokens, tool_call, tool_result, 
   t.equal(typeof call.args, 'object', 'args is an object, not a JSON string')
   t.same(events[callIndex + 1], { type: 'tool_result', data: { tool: CALC, content: '14' } })
   t.equal(tokenText(events.slice(callIndex)), 'The answer is 14.')
-  t.same(events.at(-2), { type: 'usage', data: { input_tokens: 30, output_tokens: 12, model: 'claude-sonnet-5-5', source: 'provider' } }, 'usage sums every model call')
+  t.same(events.at(-2), { type: 'usage', data: { input_tokens: 30, output_tokens: 12, cache_read_tokens: 0, cache_write_tokens: 0, cost_usd: null, model: 'claude-sonnet-5-5', source: 'provider' } }, 'usage sums every model call')
   t.same(events.at(-1), { type: 'done', data: '' })
   t.equal(events.filter((e) => e.type === 'done').length, 1)
 
@@ -87,7 +87,7 @@ test('upstream failure: an error event, status 200, no done; before and after th
   t.equal(response.status, 200)
   let events = await readAgentEvents(response)
   t.equal(events.length, 2)
-  t.same(events[0], { type: 'usage', data: { input_tokens: 0, output_tokens: 0, model: 'claude-sonnet-5-5', source: 'provider' } }, 'usage before every ending: nothing was used')
+  t.same(events[0], { type: 'usage', data: { input_tokens: 0, output_tokens: 0, cache_read_tokens: 0, cache_write_tokens: 0, cost_usd: 0, model: 'claude-sonnet-5-5', source: 'provider' } }, 'usage before every ending: nothing was used')
   t.equal(events[1]?.type, 'error')
   t.match(events[1]?.data, /^Model call failed: .*400.*messages: bad things/)
 

@@ -28,7 +28,7 @@ test('maps system messages, roles, model and max_tokens; temperature is not sent
     temperature: 0.5,
   })
   t.equal(res.statusCode, 200)
-  t.strictSame(res.json(), { content: 'Fine.', model, usage: { input_tokens: 11, output_tokens: 3 }, tool_calls: null })
+  t.strictSame(res.json(), { content: 'Fine.', model, usage: { input_tokens: 11, output_tokens: 3, cache_read_tokens: 0, cache_write_tokens: 0, cost_usd: null }, tool_calls: null })
   t.equal(fake.requests.length, 1)
   t.strictSame(fake.requests[0]?.body, {
     model,
@@ -76,7 +76,7 @@ test('tools: only the named ones are offered; a tool round trip fills tool_calls
   t.strictSame(res.json(), {
     content: 'It is 5.',
     model: app.config.defaultModel,
-    usage: { input_tokens: 30, output_tokens: 9 },
+    usage: { input_tokens: 30, output_tokens: 9, cache_read_tokens: 0, cache_write_tokens: 0, cost_usd: null },
     tool_calls: [{ tool: 'calculate_expression', args: { expression: '2+3' }, result: '5', is_error: false }],
   })
   t.same(fake.requests[0]?.body.tools?.map((tool) => tool.name), ['calculate_expression'])

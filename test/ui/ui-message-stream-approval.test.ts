@@ -6,7 +6,7 @@ import type { PendingCall } from '../../lib/agent/state.js'
 import { createUiMessageStream, type UiMessageStreamOptions } from '../../lib/dialects/ui/format.js'
 import { chunkError } from '../helpers/ui-chat.js'
 
-const USAGE: UsageReport = { input_tokens: 3, output_tokens: 4, model: 'm1', source: 'provider' }
+const USAGE: UsageReport = { input_tokens: 3, output_tokens: 4, cache_read_tokens: 0, cache_write_tokens: 0, cost_usd: null, model: 'm1', source: 'provider' }
 type Chunk = Record<string, unknown> & { type: string }
 
 function collect (options: Partial<UiMessageStreamOptions>, events: AgentEvent[], end: (format: ReturnType<typeof createUiMessageStream>) => string[]): Chunk[] {

@@ -5,7 +5,7 @@ import type { UsageReport } from '../../lib/domain/types.js'
 import { createUiMessageStream } from '../../lib/dialects/ui/format.js'
 import { chunkError } from '../helpers/ui-chat.js'
 
-const USAGE: UsageReport = { input_tokens: 3, output_tokens: 4, model: 'm1', source: 'provider' }
+const USAGE: UsageReport = { input_tokens: 3, output_tokens: 4, cache_read_tokens: 0, cache_write_tokens: 0, cost_usd: null, model: 'm1', source: 'provider' }
 
 /** The payloads of a run ending with done (`end` undefined) or with the error `end`; `[DONE]` shown as a pseudo-chunk. */
 function run (events: AgentEvent[], end?: string) {

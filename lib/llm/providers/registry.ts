@@ -15,6 +15,8 @@ export interface ProviderSetup extends ProviderSettings {
   baseURL?: string
   /** LLM_API_VERSION (anthropic's `anthropic-version` header). */
   apiVersion?: string
+  /** PROMPT_CACHING (anthropic's cache breakpoints). */
+  promptCaching?: boolean
   /** The offline model's rules: knowledge-base keys, the calculator. */
   offline: OfflineProviderOptions
   /** This kind is LLM_PROVIDER (startup log wording). */

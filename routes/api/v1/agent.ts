@@ -14,7 +14,7 @@ const agentRoutes: FastifyPluginAsyncTypebox = async (app) => {
       tags: ['agent'],
       summary: 'Run the agent with tools as an SSE stream of typed events',
       description: 'Each message is JSON `{type, data}`: tool_call `{tool, args}`, tool_result `{tool, content}` (first 200 characters), ' +
-        'token (text), then usage `{input_tokens, output_tokens, model, source}` and done (empty string); on failure usage then error (text). ' +
+        'token (text), then usage `{input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, model, source}` and done (empty string); on failure usage then error (text). ' +
         'All tools are enabled unless `tools` names some. A call of a tool that needs approval (TOOL_APPROVAL_REQUIRED) does not run: ' +
         'the run pauses with one approval_required `{id, tool, args, expires_at}` per such call, then usage and done. ' +
         'Continue it with `{"approvals": [{"id", "approved", "reason"?}, ...]}` instead of `messages` (answering every pending approval ' +

@@ -16,6 +16,8 @@ export interface AnthropicProviderOptions extends ProviderSettings {
   baseURL?: string
   /** `anthropic-version` header; the SDK's default when absent. `2023-06-01` enables `temperature`. */
   apiVersion?: string
+  /** PROMPT_CACHING: cache breakpoints on every call (the LLM plugin passes the setting; default false). */
+  promptCaching?: boolean
 }
 
 /** How the Anthropic SDK's failures are told apart (`toServiceError`). */
@@ -31,6 +33,7 @@ const ANTHROPIC_FAILURES = sdkFailures('Anthropic', Anthropic, (error) => {
  */
 export function createAnthropicProvider (options: AnthropicProviderOptions): LLMProvider {
   const legacyVersion = options.apiVersion === LEGACY_API_VERSION
+  const promptCaching = options.promptCaching ?? false
   const transport = providerTransport(options)
   const client = new Anthropic({
     apiKey: options.apiKey,
@@ -51,11 +54,11 @@ export function createAnthropicProvider (options: AnthropicProviderOptions): LLM
     name: 'anthropic',
     ...ANTHROPIC_FAILURES,
     async complete (request, requestOptions) {
-      const { data, request_id: requestId } = await client.messages.create(toParams(request, legacyVersion), requestOptions).withResponse()
+      const { data, request_id: requestId } = await client.messages.create(toParams(request, legacyVersion, promptCaching), requestOptions).withResponse()
       return toResponse(data, requestId)
     },
     openStream (request: ModelRequest) {
-      const params = toParams(request, legacyVersion)
+      const params = toParams(request, legacyVersion, promptCaching)
       return async (signal, timeout, headers) => {
         const { data, request_id: requestId } = await client.messages.create({ ...params, stream: true }, { signal, timeout, maxRetries: 0, ...(headers === undefined ? {} : { headers }) }).withResponse()
         return { requestId, events: iteratorEvents(data) }

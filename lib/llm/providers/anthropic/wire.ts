@@ -45,16 +45,57 @@ export function usageOf (usage: WireUsage): Usage {
   return normalised
 }
 
-/** Maps a provider-neutral request onto Messages API parameters. */
-export function toParams (request: ModelRequest, legacyVersion: boolean): CreateParams {
+/** The prompt-cache breakpoint (README "Budgets and prices": prompt caching). */
+const EPHEMERAL = { type: 'ephemeral' } as const
+
+type WireBlock = Anthropic.ContentBlockParam
+
+/** Whether a block may carry a breakpoint: never a thinking block or an empty text block. */
+function canCarryBreakpoint (block: WireBlock): boolean {
+  if (block.type === 'thinking' || block.type === 'redacted_thinking') return false
+  return block.type !== 'text' || block.text !== ''
+}
+
+/**
+ * Marks the conversation prefix: the last block of the last message that can carry one gets a breakpoint,
+ * a string content becoming one text block. The turns are copied, never changed (sessions keep no marker).
+ */
+function markConversation (messages: Anthropic.MessageParam[]): Anthropic.MessageParam[] {
+  for (let index = messages.length - 1; index >= 0; index--) {
+    const message = messages[index] as Anthropic.MessageParam
+    const blocks: WireBlock[] = typeof message.content === 'string'
+      ? (message.content === '' ? [] : [{ type: 'text', text: message.content }])
+      : message.content
+    const last = blocks.at(-1)
+    if (last === undefined || !canCarryBreakpoint(last)) continue
+    const marked = [...blocks.slice(0, -1), { ...last, cache_control: EPHEMERAL } as WireBlock]
+    return [...messages.slice(0, index), { ...message, content: marked } as Anthropic.MessageParam, ...messages.slice(index + 1)]
+  }
+  return messages
+}
+
+/**
+ * Maps a provider-neutral request onto Messages API parameters. `promptCaching`: cache breakpoints on the
+ * last tool, the last system block and the conversation prefix (at most these three), recomputed per call.
+ */
+export function toParams (request: ModelRequest, legacyVersion: boolean, promptCaching = false): CreateParams {
+  const messages: Anthropic.MessageParam[] = request.messages.map((turn) => ({ role: turn.role, content: withoutInputErrors(turn.content) as Anthropic.MessageParam['content'] }))
   const params: CreateParams = {
     model: request.model,
     max_tokens: request.maxTokens,
-    messages: request.messages.map((turn) => ({ role: turn.role, content: withoutInputErrors(turn.content) })),
+    messages: promptCaching ? markConversation(messages) : messages,
   }
-  if (request.system !== undefined && request.system !== '') params.system = request.system
+  if (request.system !== undefined && request.system !== '') {
+    params.system = promptCaching ? [{ type: 'text', text: request.system, cache_control: EPHEMERAL }] : request.system
+  }
   if (request.tools !== undefined && request.tools.length > 0) {
-    params.tools = request.tools.map((tool) => ({ name: tool.name, description: tool.description, input_schema: tool.input_schema }))
+    const last = request.tools.length - 1
+    params.tools = request.tools.map((tool, index) => ({
+      name: tool.name,
+      description: tool.description,
+      input_schema: tool.input_schema,
+      ...(promptCaching && index === last ? { cache_control: EPHEMERAL } : {}),
+    }))
     // `none` never reaches a provider: the runner then sends no tools at all.
     const choice = request.toolChoice
     if (choice !== undefined) params.tool_choice = choice.type === 'tool' ? { type: 'tool', name: choice.name } : { type: choice.type }
