@@ -239,6 +239,7 @@ export function createTracingRunHooks (options: TracingHooksOptions): RunHooks {
       const state: RunState = { context: trace.setSpan(ROOT_CONTEXT, span) }
       let providerNamed = false
       return {
+        link: traceHeaders(options.propagator, span).traceparent,
         model: chatHooks(options, run, state, (target) => {
           // The provider of the requested model: the first model of the first call's chain.
           if (providerNamed) return
