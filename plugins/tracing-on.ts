@@ -35,8 +35,8 @@ function pathOf (url: string): string {
 }
 
 function startServerSpan (sdk: TracingSdk, request: FastifyRequest): Span {
-  // An invalid traceparent is ignored by the propagator: the request starts a new trace.
-  const parent = sdk.propagator.extract(ROOT_CONTEXT, request.headers, defaultTextMapGetter)
+  // An invalid traceparent is ignored by the propagator: the request starts a new trace. Most requests carry none.
+  const parent = request.headers.traceparent === undefined ? ROOT_CONTEXT : sdk.propagator.extract(ROOT_CONTEXT, request.headers, defaultTextMapGetter)
   const route = request.is404 ? undefined : request.routeOptions.url
   const attributes: Attributes = {
     'http.request.method': request.method,
