@@ -102,7 +102,7 @@ export function composeRunHooks (hooks: readonly RunHooks[]): RunHooks {
             },
           }
       return {
-        get link () { return observers.find((observer) => observer.link !== undefined)?.link },
+        link: observers.find((observer) => observer.link !== undefined)?.link,
         model,
         toolCall (call) {
           const tools = observers.flatMap((observer) => observer.toolCall?.(call) ?? [])
