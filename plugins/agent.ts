@@ -238,10 +238,10 @@ function createAgent (app: FastifyInstance) {
   /** Opens the response's stream: a resumable stream's log, or the client's own SSE response. */
   async function openSink (
     request: FastifyRequest, reply: FastifyReply, format: StreamFormat, usage: UsageTally,
-    options: { resumable?: StreamLayout, onOpen?: (streamId: string) => Promise<void> }
+    options: { resumable?: StreamLayout, onOpen?: (streamId: string) => Promise<void> }, link: string | undefined
   ): Promise<{ sink: EventSink, followed: Promise<void> }> {
     if (options.resumable !== undefined) {
-      const opened = await app.resumable.open(request, reply, format, options.resumable)
+      const opened = await app.resumable.open(request, reply, format, options.resumable, link)
       // What the route files the stream under (a UI chat's id), before the run can end.
       await options.onOpen?.(opened.id).catch((error: unknown) => request.log.error({ err: error }, 'recording the stream failed'))
       return { sink: logSink(opened), followed: opened.followed }
@@ -339,14 +339,14 @@ function createAgent (app: FastifyInstance) {
           throw first
         }
         reply.headers(await app.budgets.headers(request.identity, request.id))
-        const opened = await openSink(request, reply, format, usage, options)
+        const opened = await openSink(request, reply, format, usage, options, run.observer?.link)
         await deferred.open(opened.sink)
         await pumping
         await opened.followed
         return
       }
       reply.headers(await app.budgets.headers(request.identity, request.id))
-      const opened = await openSink(request, reply, format, usage, options)
+      const opened = await openSink(request, reply, format, usage, options, run.observer?.link)
       await service.stream(contextOf(request, reply, opened.sink.signal), run, format, opened.sink)
       await opened.followed
     },

@@ -122,17 +122,18 @@ function createResumable (app: FastifyInstance) {
   return {
     follow,
     /**
-     * Starts a resumable stream in `format`: records it in the log, answers with `X-Stream-Id` and
+     * Starts a resumable stream in `format`: records it in the log (with `link`, the run's trace link), answers with `X-Stream-Id` and
      * `Content-Location` and follows the log on this connection. A stream store that is down is a 503
      * before the stream opens.
      */
-    async open (request: FastifyRequest, reply: FastifyReply, format: StreamFormat, layout: StreamLayout): Promise<OpenedStream> {
+    async open (request: FastifyRequest, reply: FastifyReply, format: StreamFormat, layout: StreamLayout, link?: string): Promise<OpenedStream> {
       const id = randomUUID()
       const producer = await app.stores.streamLog.start(id, {
         owner: request.identity,
         format: format.name,
         cancelledPayload: format.terminalError('Cancelled'),
         interruptedPayload: format.terminalError('Stream interrupted'),
+        link,
       }).catch(streamStoreDown)
       const controller = new AbortController()
       runs.add(controller)

@@ -14,6 +14,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** What a run started by this request passes its hooks as `RunInfo.parent` (the tracing plugin's server span). */
     runParent: unknown
+    /** Runs this request follows without running them (a resume, a cancel): their `RunObserver.link`s, for the tracing plugin. */
+    runLinks: string[] | undefined
   }
 }
 
@@ -21,6 +23,7 @@ export default fp(async (app) => {
   const added: RunHooks[] = []
   let all: RunHooks = noRunHooks
   app.decorateRequest('runParent', undefined)
+  app.decorateRequest('runLinks', undefined)
   app.decorate('runHooks', {
     add (hooks: RunHooks) {
       added.push(hooks)

@@ -5,6 +5,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Counter } from 'prom-client'
 import {
   ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, defaultTextMapGetter, trace, type Attributes, type Span,
+  type SpanContext, type TextMapPropagator,
 } from '@opentelemetry/api'
 import type { TracingConfig } from '../lib/telemetry/config.js'
 import { createTracingSdk, type TracingSdk } from '../lib/telemetry/sdk.js'
@@ -34,8 +35,8 @@ function pathOf (url: string): string {
 }
 
 function startServerSpan (sdk: TracingSdk, request: FastifyRequest): Span {
-  // An invalid traceparent is ignored by the propagator: the request starts a new trace.
-  const parent = sdk.propagator.extract(ROOT_CONTEXT, request.headers, defaultTextMapGetter)
+  // An invalid traceparent is ignored by the propagator: the request starts a new trace. Most requests carry none.
+  const parent = request.headers.traceparent === undefined ? ROOT_CONTEXT : sdk.propagator.extract(ROOT_CONTEXT, request.headers, defaultTextMapGetter)
   const route = request.is404 ? undefined : request.routeOptions.url
   const attributes: Attributes = {
     'http.request.method': request.method,
@@ -50,11 +51,21 @@ function startServerSpan (sdk: TracingSdk, request: FastifyRequest): Span {
   return sdk.tracer.startSpan(name, { kind: SpanKind.SERVER, attributes }, parent)
 }
 
-function endServerSpan (reply: FastifyReply): void {
+/** The span a `traceparent` value names (a stream's run link), or undefined when it is not a valid one. */
+function linkedSpan (propagator: TextMapPropagator, traceparent: string): SpanContext | undefined {
+  return trace.getSpanContext(propagator.extract(ROOT_CONTEXT, { traceparent }, defaultTextMapGetter))
+}
+
+function endServerSpan (sdk: TracingSdk, reply: FastifyReply): void {
   const request = reply.request as TracedRequest
   const span = request[kServerSpan]
   if (span === undefined) return
   request[kServerSpan] = undefined
+  // A resume or a cancel links to the run it follows (the route found the link with the stream).
+  for (const link of request.runLinks ?? []) {
+    const context = linkedSpan(sdk.propagator, link)
+    if (context !== undefined) span.addLink({ context })
+  }
   // A response never started sent no status (the client left first).
   if (reply.raw.headersSent) {
     span.setAttribute('http.response.status_code', reply.statusCode)
@@ -115,7 +126,7 @@ export async function installTracing (app: FastifyInstance, config: TracingConfi
     reply.log = log
     done()
   })
-  app.lifecycle.onResponseClosed(endServerSpan)
+  app.lifecycle.onResponseClosed((reply) => { endServerSpan(sdk, reply) })
 
   // The tools plugin registers after this one: its MCP servers are looked up when a tool runs.
   const mcpServer = (server: string): McpServerInfo | undefined => (app.hasDecorator('mcp') ? app.mcp.endpoint(server) : undefined)

@@ -35,6 +35,7 @@ const streamRoutes: FastifyPluginAsyncTypebox<{ layout: StreamLayout }> = async 
     if (after === undefined) throw new HttpError(400, 'Malformed Last-Event-ID: expected an event id of this stream')
     let info = await log.info(request.params.id, owner).catch(streamStoreDown)
     if (info === null) throw notFound()
+    if (info.link !== undefined) request.runLinks = [info.link]
     if (after > info.lastId && info.state === 'running') {
       // The original connection may be a few ms ahead of the log's batched writes.
       await new Promise((resolve) => setTimeout(resolve, 100))
@@ -62,6 +63,11 @@ const streamRoutes: FastifyPluginAsyncTypebox<{ layout: StreamLayout }> = async 
       response: { 202: CancelAccepted, 404: detail, 409: detail, 503: detail },
     },
   }, async (request, reply) => {
+    // A traced cancel links to the run it stops (README "Traces"): one more read, only while tracing is on.
+    if (request.runParent !== undefined) {
+      const link = (await log.info(request.params.id, request.identity).catch(() => null))?.link
+      if (link !== undefined) request.runLinks = [link]
+    }
     const outcome = await log.cancel(request.params.id, request.identity).catch(streamStoreDown)
     if (outcome === 'unknown') throw notFound()
     if (outcome === 'finished') throw new HttpError(409, 'Stream already finished')

@@ -63,6 +63,8 @@ export interface ToolCallObserver {
 
 /** Observes one run; every member is optional but `end`. */
 export interface RunObserver {
+  /** What later requests on the run's stream (a resume, a cancel) link to: the agent span, as a `traceparent` value. */
+  readonly link?: string | undefined
   /** Hooks around each model call of the run (each model of a fallback chain, each attempt). */
   readonly model?: ModelCallHooks | undefined
   /** A tool is about to run (also an unknown tool or bad input: it "runs" to an error result). */
@@ -100,6 +102,7 @@ export function composeRunHooks (hooks: readonly RunHooks[]): RunHooks {
             },
           }
       return {
+        link: observers.find((observer) => observer.link !== undefined)?.link,
         model,
         toolCall (call) {
           const tools = observers.flatMap((observer) => observer.toolCall?.(call) ?? [])

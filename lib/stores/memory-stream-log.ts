@@ -96,7 +96,7 @@ export function createMemoryStreamLog (options: MemoryStreamLogOptions): StreamL
       const o = startOptions
       const stream: MemoryStream = {
         options: { ...startOptions },
-        overhead: STREAM_OVERHEAD_BYTES + 2 * (id.length + o.owner.length + o.format.length + o.cancelledPayload.length + o.interruptedPayload.length),
+        overhead: STREAM_OVERHEAD_BYTES + 2 * (id.length + o.owner.length + o.format.length + o.cancelledPayload.length + o.interruptedPayload.length + (o.link?.length ?? 0)),
         buffer: new EventBuffer(),
         cancel: new AbortController(),
         cancelRequested: false,
@@ -130,6 +130,7 @@ export function createMemoryStreamLog (options: MemoryStreamLogOptions): StreamL
         state: stream.buffer.finished ? 'finished' : 'running',
         lastId: last,
         ...(stream.buffer.finished ? { endId: last } : {}),
+        ...(stream.options.link === undefined ? {} : { link: stream.options.link }),
       }
     },
 

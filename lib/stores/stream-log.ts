@@ -19,6 +19,8 @@ export interface StreamStartOptions {
   cancelledPayload: string
   /** Terminal payload written when the producer died (the format's `Stream interrupted` error). */
   interruptedPayload: string
+  /** What later requests on the stream (a resume, a cancel) link to: the run's agent span as a `traceparent` value. */
+  link?: string | undefined
 }
 
 /** A stream as a reader sees it. */
@@ -29,6 +31,8 @@ export interface StreamInfo {
   lastId: number
   /** Id of the terminal event once finished. */
   endId?: number
+  /** The `link` the stream started with. */
+  link?: string
 }
 
 /** The producing side of one stream; lives in the process that runs it. */

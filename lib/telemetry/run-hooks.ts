@@ -37,8 +37,16 @@ export function parentContext (parent: unknown): Context {
   return ROOT_CONTEXT
 }
 
+/** The W3C `traceparent` value naming `span` (what the propagator writes, without a context per call). */
+export function traceparentOf (span: Span): string {
+  const { traceId, spanId, traceFlags } = span.spanContext()
+  return `00-${traceId}-${spanId}-${(traceFlags & 0xff) < 16 ? '0' : ''}${(traceFlags & 0xff).toString(16)}`
+}
+
 /** `traceparent` (and `tracestate`) naming `span` as the parent. */
 export function traceHeaders (propagator: TextMapPropagator, span: Span): Record<string, string> {
+  const state = span.spanContext().traceState
+  if (state === undefined) return { traceparent: traceparentOf(span) }
   const headers: Record<string, string> = {}
   propagator.inject(trace.setSpan(ROOT_CONTEXT, span), headers, defaultTextMapSetter)
   return headers
@@ -54,23 +62,25 @@ function totalTokens (usage: Usage): { input: number, output: number } {
   return { input: usage.input_tokens, output: usage.output_tokens }
 }
 
+interface ServerAddress { address?: string, port?: number }
 /** `server.address` / `server.port` of each provider base URL, parsed once (a few URLs per process). */
-const servers = new Map<string, Attributes>()
+const servers = new Map<string, ServerAddress>()
+const NO_SERVER: ServerAddress = {}
 
-function serverOf (baseURL: string | undefined): Attributes {
-  if (baseURL === undefined) return {}
-  let attributes = servers.get(baseURL)
-  if (attributes === undefined) {
+function serverOf (baseURL: string | undefined): ServerAddress {
+  if (baseURL === undefined) return NO_SERVER
+  let server = servers.get(baseURL)
+  if (server === undefined) {
     try {
       const url = new URL(baseURL)
       const port = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port)
-      attributes = { 'server.address': url.hostname.replace(/^\[|\]$/g, ''), 'server.port': port }
+      server = { address: url.hostname.replace(/^\[|\]$/g, ''), port }
     } catch {
-      attributes = {}
+      server = NO_SERVER
     }
-    if (servers.size < 1000) servers.set(baseURL, attributes)
+    if (servers.size < 1000) servers.set(baseURL, server)
   }
-  return attributes
+  return server
 }
 
 /** What one run's spans share: the agent span's context, and the error type of the call that failed last. */
@@ -85,14 +95,21 @@ function chatHooks (options: TracingHooksOptions, run: RunInfo, state: RunState,
     start (target, request): ModelCallObserver {
       onTarget?.(target)
       const offline = target.provider === 'offline'
+      // Assigned one by one: conditional spreads allocate an object each (this runs per model call).
       const base: Attributes = {
         'gen_ai.operation.name': 'chat',
         'gen_ai.provider.name': target.provider,
         'gen_ai.request.model': target.upstream,
         'gen_ai.request.max_tokens': request.maxTokens,
-        ...(request.temperature === undefined ? {} : { 'gen_ai.request.temperature': request.temperature }),
-        ...(target.stream === true ? { 'gen_ai.request.stream': true } : {}),
-        ...(offline ? {} : serverOf(target.baseURL)),
+      }
+      if (request.temperature !== undefined) base['gen_ai.request.temperature'] = request.temperature
+      if (target.stream === true) base['gen_ai.request.stream'] = true
+      if (!offline) {
+        const server = serverOf(target.baseURL)
+        if (server.address !== undefined) {
+          base['server.address'] = server.address
+          base['server.port'] = server.port
+        }
       }
       if (captureContent) {
         if (request.system) base['gen_ai.system_instructions'] = systemInstructions(request.system)
@@ -131,7 +148,7 @@ function chatHooks (options: TracingHooksOptions, run: RunInfo, state: RunState,
         return tracer.startSpan(name, {
           kind,
           attributes: n > 0 ? { ...base, 'http.request.resend_count': n } : base,
-          ...(startTime === undefined ? {} : { startTime }),
+          startTime,
         }, state.context)
       }
 
@@ -226,19 +243,19 @@ export function createTracingRunHooks (options: TracingHooksOptions): RunHooks {
         const state: RunState = { context: parent }
         return { model: chatHooks(options, run, state), end () {} }
       }
-      const span = tracer.startSpan(`invoke_agent ${AGENT_NAME}`, {
-        kind: SpanKind.INTERNAL,
-        attributes: {
-          'gen_ai.operation.name': 'invoke_agent',
-          'gen_ai.agent.name': AGENT_NAME,
-          'gen_ai.request.model': run.model,
-          'gen_ai.request.max_tokens': run.maxTokens,
-          ...(run.conversationId === undefined ? {} : { 'gen_ai.conversation.id': run.conversationId }),
-        },
-      }, parent)
+      const attributes: Attributes = {
+        'gen_ai.operation.name': 'invoke_agent',
+        'gen_ai.agent.name': AGENT_NAME,
+        'gen_ai.request.model': run.model,
+        'gen_ai.request.max_tokens': run.maxTokens,
+      }
+      if (run.conversationId !== undefined) attributes['gen_ai.conversation.id'] = run.conversationId
+      const span = tracer.startSpan(`invoke_agent ${AGENT_NAME}`, { kind: SpanKind.INTERNAL, attributes }, parent)
       const state: RunState = { context: trace.setSpan(ROOT_CONTEXT, span) }
       let providerNamed = false
       return {
+        // A plain property: a getter would put this per-run object on V8's slow path (measured).
+        link: traceparentOf(span),
         model: chatHooks(options, run, state, (target) => {
           // The provider of the requested model: the first model of the first call's chain.
           if (providerNamed) return

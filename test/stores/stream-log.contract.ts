@@ -41,6 +41,23 @@ export function streamLogContract (t: Test, factory: StreamLogFactory, shared: b
   /** A second process on the same backend, or the same log when the backend is in process. */
   const peerOf = async (t: Test, log: StreamLog, s: StreamLogSettings = settings): Promise<StreamLog> => shared ? await open(t, s) : log
 
+  t.test('a stream keeps the link it started with, for every process; one without has none', async (t) => {
+    const log = await open(t)
+    const reader = await peerOf(t, log)
+    const link = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01'
+    const [linked, plain] = [randomUUID(), randomUUID()]
+    const withLink = await log.start(linked, { ...startOptions(), link })
+    const without = await log.start(plain, startOptions())
+    withLink.append('a')
+    without.append('a')
+    await withLink.finish('end')
+    await without.finish('end')
+    await collect(reader, linked)
+    t.equal((await reader.info(linked, 'key:alice'))?.link, link)
+    t.equal((await reader.info(plain, 'key:alice'))?.link, undefined)
+    t.equal(await reader.info(linked, 'key:bob'), null, 'only to its owner')
+  })
+
   t.test('events replay in order with increasing ids, ending with the terminal event', async (t) => {
     const log = await open(t)
     const id = randomUUID()

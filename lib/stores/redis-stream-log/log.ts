@@ -100,7 +100,7 @@ function leaseCheck (commands: RedisConnection, checkMs: number, ttlMs: number):
  * The Redis {@link StreamLog}, on one Redis or a Redis Cluster. Per stream (see streamKeys):
  * `<prefix>{stream:<shard>}:<id>:events` (a Redis stream, entry ids `0-<n>`, field `p` the payload, `t`
  * on the terminal event), `:meta` (hash: owner hash, format, state, last, end, cancel flag, the
- * cancelled/interrupted payloads) and `:lease` (the producing process's token, with a TTL it refreshes
+ * cancelled/interrupted payloads, the run's trace link) and `:lease` (the producing process's token, with a TTL it refreshes
  * while the run lives). Appends are batched per stream every `flushMs` in one script that also sets the
  * expiry, one pipeline per shard. Live reads block in one XREAD per reader group: every followed stream
  * on a single Redis, one shard (on its master's node) in a cluster. Cancels set the flag and are
@@ -200,7 +200,7 @@ export function createRedisStreamLog (redis: RedisConnection, options: RedisStre
         keys: streamKeys(options.prefix, id),
         buffer: new EventBuffer(),
         controller: new AbortController(),
-        header: [hashKey(startOptions.owner), startOptions.format, startOptions.cancelledPayload, startOptions.interruptedPayload],
+        header: [hashKey(startOptions.owner), startOptions.format, startOptions.cancelledPayload, startOptions.interruptedPayload, startOptions.link ?? ''],
         created: false,
         flushed: 0,
         inFlight: false,
@@ -240,13 +240,14 @@ export function createRedisStreamLog (redis: RedisConnection, options: RedisStre
 
     async info (id, owner): Promise<StreamInfo | null> {
       const keys = streamKeys(options.prefix, id)
-      const [ownerHash, format, state, last, end] = await run(async () => await redis.hmget(keys.meta, 'owner', 'format', 'state', 'last', 'end'))
+      const [ownerHash, format, state, last, end, link] = await run(async () => await redis.hmget(keys.meta, 'owner', 'format', 'state', 'last', 'end', 'link'))
       if (ownerHash === null || ownerHash !== hashKey(owner)) return null
       return {
         format: format ?? '',
         state: state === 'finished' ? 'finished' : 'running',
         lastId: Number(last ?? 0),
         ...(end === null ? {} : { endId: Number(end) }),
+        ...(link === null ? {} : { link }),
       }
     },
 

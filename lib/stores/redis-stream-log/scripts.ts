@@ -7,11 +7,12 @@ import { defineScript } from '../redis/scripts.js'
 // stored; when Redis holds fewer (lost in a failover), nothing is written and -1 - <stored> asks for the events
 // from there. Refuses (0) once the stream is finished (a reader declared it interrupted). ARGV: 1 ttl ms,
 // 2 terminal id or '', 3 lease ms, 4 lease token, 5 base, 6 owner hash, 7 format, 8 cancelled payload,
-// 9 interrupted payload, then id, payload pairs from base + 1.
+// 9 interrupted payload, 10 link or '', then id, payload pairs from base + 1.
 export const APPEND = defineScript(`
 local state = redis.call('HGET', KEYS[2], 'state')
 if not state then
   redis.call('HSET', KEYS[2], 'owner', ARGV[6], 'format', ARGV[7], 'state', 'running', 'last', 0, 'pc', ARGV[8], 'pi', ARGV[9])
+  if ARGV[10] ~= '' then redis.call('HSET', KEYS[2], 'link', ARGV[10]) end
   redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[3])
   state = 'running'
 end
@@ -23,7 +24,7 @@ if stored < tonumber(ARGV[5]) then
   return -1 - stored
 end
 local last = stored
-for i = 10, #ARGV, 2 do
+for i = 11, #ARGV, 2 do
   local seq = tonumber(ARGV[i])
   if seq > last then
     if ARGV[i] == ARGV[2] then

@@ -10,8 +10,8 @@ export interface LocalStream {
   keys: StreamKeys
   buffer: EventBuffer
   controller: AbortController
-  /** owner hash, format, cancelled payload, interrupted payload: sent with every write (it creates the stream). */
-  header: [string, string, string, string]
+  /** owner hash, format, cancelled payload, interrupted payload, link or '': sent with every write (it creates the stream). */
+  header: [string, string, string, string, string]
   created: boolean
   /** Events 1..flushed are in Redis. */
   flushed: number
