@@ -1,6 +1,6 @@
 // In-process budget store: the same windows, periods and spend as the Redis store, for one process.
 import {
-  TOKEN_WINDOW_MS, emptyPeriod, type BudgetName, type BudgetStore, type ModelSpend, type PeriodSpend,
+  TOKEN_WINDOW_MS, emptyPeriod, reservationOf, type BudgetName, type BudgetStore, type ModelSpend, type PeriodSpend,
   type ReserveResult, type Settlement, type WindowState,
 } from './store.js'
 
@@ -145,15 +145,7 @@ export function createMemoryBudgetStore (options: MemoryBudgetStoreOptions = {})
       return {
         ok: true,
         window,
-        reservation: {
-          tag: request.tag,
-          callId: request.callId,
-          day: request.day,
-          month: request.month,
-          tokens: window === undefined ? null : request.tokens,
-          dayNano: day === undefined ? null : request.costNano,
-          monthNano: month === undefined ? null : request.costNano,
-        },
+        reservation: reservationOf(request),
       }
     },
 

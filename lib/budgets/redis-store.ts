@@ -2,7 +2,7 @@
 import type { RedisConnection } from '../stores/redis-client.js'
 import { defineScript } from '../stores/redis/scripts.js'
 import {
-  TOKEN_WINDOW_MS, emptyPeriod, type BudgetName, type BudgetStore, type ModelSpend, type PeriodSpend, type ReserveResult,
+  TOKEN_WINDOW_MS, emptyPeriod, reservationOf, type BudgetName, type BudgetStore, type ModelSpend, type PeriodSpend, type ReserveResult,
 } from './store.js'
 
 export interface RedisBudgetStoreOptions {
@@ -241,15 +241,7 @@ export function createRedisBudgetStore (redis: RedisConnection, options: RedisBu
       return {
         ok: true,
         window,
-        reservation: {
-          tag: request.tag,
-          callId: request.callId,
-          day: request.day,
-          month: request.month,
-          tokens: limits.tokensPerMinute === null ? null : request.tokens,
-          dayNano: limits.usdPerDayNano === null ? null : request.costNano,
-          monthNano: limits.usdPerMonthNano === null ? null : request.costNano,
-        },
+        reservation: reservationOf(request),
       }
     },
 

@@ -128,4 +128,18 @@ export function nextMonthStart (at: Date): Date {
   return new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth() + 1, 1))
 }
 
+/** What an admitted call holds: its size in each budget the identity has (null: no such budget). */
+export function reservationOf (request: ReserveRequest): Reservation {
+  const { limits } = request
+  return {
+    tag: request.tag,
+    callId: request.callId,
+    day: request.day,
+    month: request.month,
+    tokens: limits.tokensPerMinute === null ? null : request.tokens,
+    dayNano: limits.usdPerDayNano === null ? null : request.costNano,
+    monthNano: limits.usdPerMonthNano === null ? null : request.costNano,
+  }
+}
+
 export const emptyPeriod = (): PeriodSpend => ({ settledNano: 0, reservedNano: 0, models: new Map() })
