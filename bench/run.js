@@ -43,8 +43,13 @@ const config = {
   resumableCounts: list(env.BENCH_RESUMABLE_STREAMS, ['1000']).map(Number),
   /** Redis for the resumable-on-Redis rows (skipped when it does not answer); keys under a private prefix, deleted after. */
   redisUrl: env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
-  /** Scenarios to run: health, chat, budgets (budgets on Redis vs off), streams, resumable, soak, openai (JSON and streams through the OpenAI provider), v1 (/v1/chat/completions). */
-  only: list(env.BENCH_ONLY, ['health', 'chat', 'budgets', 'streams', 'resumable', 'soak', 'openai', 'v1']),
+  /** Concurrent streams per burst of the tracing rows (traced vs not). */
+  tracingCounts: list(env.BENCH_TRACING_STREAMS, ['100', '1000']).map(Number),
+  /**
+   * Scenarios to run: health, chat, budgets (budgets on Redis vs off), tracing (streams traced, always sampled, vs
+   * not), streams, resumable, soak, openai (JSON and streams through the OpenAI provider), v1 (/v1/chat/completions).
+   */
+  only: list(env.BENCH_ONLY, ['health', 'chat', 'budgets', 'tracing', 'streams', 'resumable', 'soak', 'openai', 'v1']),
   /** Write V8 CPU profiles of the service and the references (node --cpu-prof). */
   profile: env.BENCH_PROFILE === '1',
   /** Where the service's request log goes; /dev/null by default (it is still formatted and written). */
@@ -121,7 +126,12 @@ const openaiServiceEnv = (fake) => ({
   MODELS: `${OPENAI_MODEL},bench-backup`,
   FALLBACK_MODELS: 'bench-backup',
 })
-const startHello = () => start({ name: 'bare-hello', script: join(here, 'servers/hello.js'), nodeArgs: profileArgs('hello') })
+const startHello = (logged = false) => start({
+  name: logged ? 'bare-hello(log)' : 'bare-hello',
+  script: join(here, 'servers/hello.js'),
+  nodeArgs: profileArgs(logged ? 'hello-log' : 'hello'),
+  env: { HELLO_LOG: logged ? '1' : '0' },
+})
 const startNaive = (fake) => start({
   name: 'naive-proxy',
   script: join(here, 'servers/naive-proxy.js'),
@@ -430,6 +440,26 @@ async function budgetsScenario (fake) {
   return result
 }
 
+/**
+ * Tracing on vs off: a second service exporting every span (always sampled) over OTLP/HTTP protobuf to a collector
+ * that answers, against the plain service; CPU per streamed token compared (README "Traces").
+ */
+async function tracingScenario (service, fake, delayMs) {
+  const sink = await start({ name: 'otlp-sink', script: join(here, 'servers/otlp-sink.js') })
+  const traced = await startService(fake, { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_TRACES_SAMPLER: 'always_on' })
+  log(`tracing: streams traced (always sampled, OTLP protobuf to a collector that answers) vs not (fake upstream ${delayMs} ms between tokens)`)
+  const runs = await streamCompare([
+    { name: 'traced', server: traced, path: '/api/v1/chat/stream' },
+    { name: 'untraced', server: service, path: '/api/v1/chat/stream' },
+  ], fake, delayMs, config.tracingCounts)
+  // Spans are exported in batches every few seconds: the last ones are flushed at shutdown.
+  await stop(traced)
+  const exported = await (await fetch(`${sink.url}/stats`)).json()
+  log(`  collector received ${exported.requests} export requests, ${Math.round(exported.bytes / 1024)} KiB`)
+  await stop(sink)
+  return { runs, delayMs, exported }
+}
+
 async function main () {
   const results = {
     startedAt: new Date().toISOString(),
@@ -448,15 +478,16 @@ async function main () {
     if (index === 0) {
       if (config.only.includes('health')) {
         // The same service with request logging off (LOG_LEVEL=warn) shows what the log line costs.
-        const [hello, quiet] = await Promise.all([startHello(), startService(fake, { LOG_LEVEL: 'warn' })])
+        const [hello, helloLogged, quiet] = await Promise.all([startHello(), startHello(true), startService(fake, { LOG_LEVEL: 'warn' })])
         const load = (server) => ({ url: `${server.url}/api/v1/health`, headers: AUTH })
         const health = await jsonCompare('GET /api/v1/health', [
           { name: 'bare', label: 'bare Fastify hello', server: hello, load: load(hello) },
+          { name: 'bareLogged', label: 'bare Fastify hello, request log on', server: helloLogged, load: load(helloLogged) },
           { name: 'service', label: 'service', server: service, load: load(service) },
           ...(config.ablation ? [{ name: 'serviceNoLog', label: 'service, LOG_LEVEL=warn', server: quiet, load: load(quiet) }] : []),
         ])
         results.health = health
-        await stop(hello, quiet)
+        await stop(hello, helloLogged, quiet)
       }
       if (config.only.includes('chat')) {
         const load = (server, path) => ({ url: `${server.url}${path}`, method: 'POST', headers: JSON_HEADERS, body: CHAT_BODY })
@@ -478,6 +509,10 @@ async function main () {
       }
     }
     if (index === 0 && config.only.includes('budgets')) results.budgets = await budgetsScenario(fake)
+    if (config.only.includes('tracing')) {
+      results.tracing ??= []
+      results.tracing.push(await tracingScenario(service, fake, delayMs))
+    }
     if (config.only.includes('streams')) {
       log(`streams (fake upstream ${delayMs} ms between tokens, ${config.tokensPerReply} tokens)`)
       results.streams ??= []

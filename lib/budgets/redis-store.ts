@@ -16,8 +16,9 @@ export interface RedisBudgetStoreOptions {
 const DAY_TTL_SECONDS = 2 * 86_400
 const MONTH_TTL_SECONDS = 62 * 86_400
 
-// Shared Lua: the window (KEYS[1]) is a sorted set of `<call id>|<tokens>` scored by reservation time (ms).
-// Time is the server's, so replicas with skewed clocks share one window.
+// Shared Lua: the window (KEYS[1]) is a sorted set of `<call id>|<tokens>` scored by reservation time (ms), and
+// KEYS[4] holds its sum, so a call costs O(log n) instead of a pass over every charge of the last minute. Both
+// expire together. Time is the server's, so replicas with skewed clocks share one window.
 const WINDOW_LUA = `
 local function now_ms()
   local t = redis.call('TIME')
@@ -26,19 +27,41 @@ end
 local function amount(member)
   return tonumber(string.sub(member, string.find(member, '|', 1, true) + 1))
 end
--- Drops charges that left the window; returns the entries (member, score, ...), their sum and the reset time.
-local function slide(key, now, window)
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
-  local entries = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
-  local used = 0
-  for i = 1, #entries, 2 do used = used + amount(entries[i]) end
-  local reset = 0
-  if #entries > 0 then reset = tonumber(entries[#entries]) + window - now end
-  return entries, used, reset
+local function int(n)
+  return string.format('%d', n)
+end
+-- Drops charges that left the window; returns their sum and the reset time, and keeps the sum beside the set.
+local function slide(key, sum_key, now, window)
+  local used = redis.call('GET', sum_key)
+  if used then
+    used = tonumber(used)
+    local gone = redis.call('ZRANGEBYSCORE', key, '-inf', now - window)
+    for i = 1, #gone do used = used - amount(gone[i]) end
+    if #gone > 0 then redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window) end
+  else
+    -- No sum (it expired apart from the set, or the set predates it): counted once.
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+    used = 0
+    local entries = redis.call('ZRANGE', key, 0, -1)
+    for i = 1, #entries do used = used + amount(entries[i]) end
+  end
+  local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  if #newest == 0 then
+    redis.call('DEL', sum_key)
+    return 0, 0
+  end
+  local reset = tonumber(newest[2]) + window - now
+  redis.call('SET', sum_key, int(used), 'PX', math.max(1, math.ceil(reset)))
+  return used, reset
+end
+-- Both keys expire after ms.
+local function keep(key, sum_key, ms)
+  redis.call('PEXPIRE', key, ms)
+  redis.call('PEXPIRE', sum_key, ms)
 end
 `
 
-// KEYS: window, day, month. ARGV: call id, tokens, token limit (-1: none), nano, day limit (-1), month limit (-1),
+// KEYS: window, day, month, window sum. ARGV: call id, tokens, token limit (-1: none), nano, day limit (-1), month limit (-1),
 // window ms, day ttl, month ttl. Returns {ok, refused tokens, refused day, refused month, window used, window reset ms,
 // token wait ms, day used, month used}. Reserves against every budget, or none.
 const RESERVE = defineScript(`${WINDOW_LUA}
@@ -52,20 +75,26 @@ local month_limit = tonumber(ARGV[6])
 local window = tonumber(ARGV[7])
 local refused_tokens, refused_day, refused_month = 0, 0, 0
 local used, reset, wait = 0, 0, 0
-local entries = {}
 if token_limit >= 0 then
-  entries, used, reset = slide(KEYS[1], now, window)
+  used, reset = slide(KEYS[1], KEYS[4], now, window)
   if used + tokens > token_limit then
     refused_tokens = 1
     wait = window
     if tokens <= token_limit then
-      local freed = 0
-      for i = 1, #entries, 2 do
-        freed = freed + amount(entries[i])
-        if used - freed + tokens <= token_limit then
-          wait = tonumber(entries[i + 1]) + window - now
-          break
+      -- The oldest charges, a page at a time, until enough of them have left.
+      local freed, start, found = 0, 0, false
+      while not found do
+        local page = redis.call('ZRANGE', KEYS[1], start, start + 99, 'WITHSCORES')
+        if #page == 0 then break end
+        for i = 1, #page, 2 do
+          freed = freed + amount(page[i])
+          if used - freed + tokens <= token_limit then
+            wait = tonumber(page[i + 1]) + window - now
+            found = true
+            break
+          end
         end
+        start = start + 100
       end
     end
   end
@@ -88,7 +117,8 @@ if refused_tokens + refused_day + refused_month == 0 then
   ok = 1
   if token_limit >= 0 then
     redis.call('ZADD', KEYS[1], now, id .. '|' .. ARGV[2])
-    redis.call('PEXPIRE', KEYS[1], window)
+    redis.call('INCRBY', KEYS[4], ARGV[2])
+    keep(KEYS[1], KEYS[4], window)
     used = used + tokens
     reset = window
   end
@@ -107,7 +137,7 @@ if refused_tokens + refused_day + refused_month == 0 then
 end
 return {ok, refused_tokens, refused_day, refused_month, used, math.ceil(reset), math.ceil(wait), day_used, month_used}`)
 
-// KEYS: window, day, month. ARGV: call id, reserved tokens (-1: none), real tokens, day reserved nano (-1: none),
+// KEYS: window, day, month, window sum. ARGV: call id, reserved tokens (-1: none), real tokens, day reserved nano (-1: none),
 // month reserved nano (-1), cost nano (-1: unpriced), model, input, output, cache read, cache write, window ms,
 // day ttl, month ttl. Idempotent while a reservation is left: a settlement written twice (a retry after a
 // failure that did reach Redis) counts once. Returns {applied, window used, window reset ms}.
@@ -133,13 +163,14 @@ if tonumber(ARGV[2]) >= 0 then
   if score then
     redis.call('ZREM', KEYS[1], reserved)
     redis.call('ZADD', KEYS[1], score, id .. '|' .. ARGV[3])
+    -- Without a sum, slide counts the set (which now holds the real size).
+    if redis.call('EXISTS', KEYS[4]) == 1 then redis.call('INCRBY', KEYS[4], int(tonumber(ARGV[3]) - tonumber(ARGV[2]))) end
   elseif redis.call('ZSCORE', KEYS[1], id .. '|' .. ARGV[3]) then
     first = false
   end
-  local entries
-  entries, used, reset = slide(KEYS[1], now_ms(), window)
+  used, reset = slide(KEYS[1], KEYS[4], now_ms(), window)
   -- ZREM of the last member deleted the key, and its expiry with it.
-  if reset > 0 then redis.call('PEXPIRE', KEYS[1], math.ceil(reset)) end
+  if reset > 0 then keep(KEYS[1], KEYS[4], math.ceil(reset)) end
 end
 if first then
   local model = ARGV[7]
@@ -163,15 +194,10 @@ local applied = 0
 if first then applied = 1 end
 return {applied, used, math.ceil(reset)}`)
 
-// KEYS: window, day, month. ARGV: window ms, with periods (0|1). Returns {window used, reset ms, day fields, month fields}.
+// KEYS: window, day, month, window sum. ARGV: window ms, with periods (0|1). Returns {window used, reset ms, day
+// fields, month fields}.
 const READ = defineScript(`${WINDOW_LUA}
-local now = now_ms()
-local window = tonumber(ARGV[1])
-local entries = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. (now - window), '+inf', 'WITHSCORES')
-local used = 0
-for i = 1, #entries, 2 do used = used + amount(entries[i]) end
-local reset = 0
-if #entries > 0 then reset = tonumber(entries[#entries]) + window - now end
+local used, reset = slide(KEYS[1], KEYS[4], now_ms(), tonumber(ARGV[1]))
 if ARGV[2] == '0' then return {used, math.ceil(reset)} end
 return {used, math.ceil(reset), redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[3])}`)
 
@@ -212,14 +238,14 @@ const num = (value: unknown): number => Number(value ?? 0)
 
 /**
  * Budgets in Redis, shared by every replica. Each identity's keys share one hash tag
- * (`<prefix>budget:{<tag>}:w`, `:d:<day>`, `:m:<month>`), so a script touching all of them runs on one
- * Redis Cluster node. The window expires with its last charge, a day after 2 days, a month after 62.
+ * (`<prefix>budget:{<tag>}:w` and its sum `:wu`, `:d:<day>`, `:m:<month>`), so a script touching all of them runs
+ * on one Redis Cluster node. The window expires with its last charge, a day after 2 days, a month after 62.
  * Rejects when Redis is unreachable: the caller decides (lib/budgets/fallback.ts).
  */
 export function createRedisBudgetStore (redis: RedisConnection, options: RedisBudgetStoreOptions): BudgetStore {
   const windowMs = options.windowMs ?? TOKEN_WINDOW_MS
   const base = (tag: string): string => `${options.prefix}budget:{${tag}}`
-  const keys = (tag: string, day: string, month: string): string[] => [`${base(tag)}:w`, `${base(tag)}:d:${day}`, `${base(tag)}:m:${month}`]
+  const keys = (tag: string, day: string, month: string): string[] => [`${base(tag)}:w`, `${base(tag)}:d:${day}`, `${base(tag)}:m:${month}`, `${base(tag)}:wu`]
   const limitArg = (limit: number | null): number => limit ?? -1
 
   return {
@@ -266,9 +292,8 @@ export function createRedisBudgetStore (redis: RedisConnection, options: RedisBu
     },
 
     async window (tag, limit) {
-      const [windowKey = ''] = keys(tag, '-', '-')
-      // The period keys are not read: any key of the same tag keeps the script on one node.
-      const reply = await READ.run(redis, [windowKey, windowKey, windowKey], [windowMs, 0]) as unknown[]
+      // The period keys are not read: their names only keep the script's keys on one node.
+      const reply = await READ.run(redis, keys(tag, '-', '-'), [windowMs, 0]) as unknown[]
       return { limit, used: num(reply[0]), resetMs: Math.max(0, num(reply[1])) }
     },
 

@@ -5,8 +5,8 @@ import type { BudgetLimits } from '../../lib/config/budgets.js'
 import type { BudgetStore, Reservation, ReserveRequest, SettledUsage } from '../../lib/budgets/store.js'
 
 export interface BudgetStoreHarness {
-  /** A fresh store (its keys private to it). */
-  create (): Promise<BudgetStore>
+  /** A fresh store (its keys private to it), with the harness's window unless another is given. */
+  create (windowMs?: number): Promise<BudgetStore>
   /** Lets `ms` pass: an injected clock moves, or real time elapses. */
   advance (ms: number): Promise<void>
   /** The token window the store was created with (short on a real clock). */
@@ -29,9 +29,9 @@ export const usageOf = (input: number, output: number, cacheRead = 0, cacheWrite
 /** Registers the BudgetStore contract as subtests of `t`. */
 export function budgetStoreContract (t: Test, harness: BudgetStoreHarness): void {
   const { windowMs, toleranceMs } = harness
-  const withStore = (name: string, fn: (t: Test, store: BudgetStore) => Promise<void>): void => {
+  const withStore = (name: string, fn: (t: Test, store: BudgetStore) => Promise<void>, storeWindowMs?: number): void => {
     t.test(name, async (t) => {
-      const store = await harness.create()
+      const store = await harness.create(storeWindowMs)
       t.teardown(async () => await store.close())
       await fn(t, store)
     })
@@ -61,6 +61,34 @@ export function budgetStoreContract (t: Test, harness: BudgetStoreHarness): void
     t.equal(full.ok, false, 'full')
     t.equal((await store.window('a', 1000)).used, 1000, 'refused reservations left nothing')
     t.equal((await store.reserve(request('b', 1000, 0, limits))).ok, true, 'identities are independent')
+  })
+
+  // A minute's window: on a real clock, hundreds of round trips under load must not see charges leave mid-test.
+  withStore('hundreds of charges: the window sums them exactly as they are reserved and settled; a refusal pages through them', async (t, store) => {
+    const limits = { tokensPerMinute: 100_000 }
+    const calls = await Promise.all(Array.from({ length: 300 }, async () => await reserved(t, store, request('many', 100, 0, limits))))
+    t.equal((await store.window('many', 100_000)).used, 30_000, '300 reservations of 100')
+    await Promise.all(calls.slice(0, 100).map(async (reservation) => await store.settle({ reservation, model: 'm', usage: usageOf(20, 10), costNano: null })))
+    t.equal((await store.window('many', 100_000)).used, 23_000, '100 of them settled at 30')
+    const refused = await store.reserve(request('many', 99_000, 0, limits))
+    t.equal(refused.ok, false, '23,000 used + 99,000 > 100,000')
+    if (!refused.ok) {
+      t.equal(refused.used.tokens, 23_000)
+      t.ok(refused.tokenWaitMs > 0 && refused.tokenWaitMs <= 60_000, `room once nearly all of them leave (${refused.tokenWaitMs} ms)`)
+    }
+    await Promise.all(calls.slice(100).map(async (reservation) => await store.settle({ reservation, model: 'm', usage: usageOf(1, 0), costNano: null })))
+    t.equal((await store.window('many', 100_000)).used, 3_200, 'the other 200 settled at 1')
+  }, 60_000)
+
+  withStore('hundreds of charges leave the window together', async (t, store) => {
+    const limits = { tokensPerMinute: 100_000 }
+    await Promise.all(Array.from({ length: 300 }, async () => await reserved(t, store, request('many', 100, 0, limits))))
+    await harness.advance(windowMs + toleranceMs)
+    const empty = await store.window('many', 100_000)
+    t.same({ used: empty.used, resetMs: empty.resetMs }, { used: 0, resetMs: 0 }, 'all left')
+    const whole = await store.reserve(request('many', 100_000, 0, limits))
+    t.equal(whole.ok, true, 'the whole budget is free again')
+    if (whole.ok) t.equal(whole.window?.used, 100_000)
   })
 
   withStore('a reservation larger than the limit itself waits a whole window; a budget of 0 admits nothing', async (t, store) => {
