@@ -177,7 +177,7 @@ async function probePlugins (service) {
 }
 
 /**
- * A JSON comparison: every target warmed up, then measured in interleaved rounds (A B C A B C ...), so
+ * A JSON comparison: every target warmed up, then measured in interleaved rounds (A B C C B A ...), so
  * that background load on a shared machine falls on all of them alike. Per target: requests and CPU
  * summed over the rounds, latency percentiles the median of the rounds', peak RSS the highest.
  * @param {string} title
@@ -190,7 +190,8 @@ async function jsonCompare (title, targets) {
   for (const target of targets) await runLoad(config.loadgen, { ...target.load, connections: config.connections, duration: config.warmupSeconds })
   const parts = new Map(targets.map((target) => [target.name, []]))
   for (let round = 0; round < rounds; round++) {
-    for (const target of targets) {
+    // A B C, then C B A: whoever goes first (a warmer cache, a GC due) is not always the same target.
+    for (const target of round % 2 === 0 ? targets : [...targets].reverse()) {
       const foreign = foreignMeter()
       const meter = startMeter({ server: target.server.pid, ...target.extra })
       const result = await runLoad(config.loadgen, { ...target.load, connections: config.connections, duration: slice })
@@ -243,7 +244,7 @@ async function jsonCompare (title, targets) {
 
 /**
  * Concurrent streams on every target, per K: a burst that opens connections (not measured, but every
- * stream must complete), then measured bursts alternating between the targets (A B A B ...), so that
+ * stream must complete), then measured bursts alternating between the targets (A B B A ...), so that
  * background load on a shared machine falls on all of them alike.
  * @param {Array<{ name: string, server: { pid: number, port: number }, path: string }>} targets
  * @param {{ pid: number }} fake
@@ -262,7 +263,8 @@ async function streamCompare (targets, fake, delayMs, counts = config.streamCoun
       Object.assign(s, { outcomes: [], wallMs: 0, cpu: 0, fakeCpu: 0, foreign: 0 })
     }
     for (let i = 0; i < bursts; i++) {
-      for (const s of states) {
+      // A B, then B A (as in jsonCompare).
+      for (const s of i % 2 === 0 ? states : [...states].reverse()) {
         const foreign = foreignMeter()
         const meter = startMeter({ server: s.server.pid, fake: fake.pid }, { resetHwm: false })
         const one = await burst(s.target, s.agent, k)
