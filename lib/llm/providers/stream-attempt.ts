@@ -103,9 +103,7 @@ export class StreamAttempt<Raw> implements StreamedAttempt {
    * complete answer the rest of the body (normally just its end) is read instead, in the background, so
    * the connection stays reusable.
    *
-   * An SDK's iterator must always be finished or closed: until it runs its cleanup, the Anthropic SDK keeps
-   * the request's AbortController in a FinalizationRegistry whose target (the response body) stays reachable
-   * from that controller through the abort reason's stack, so nothing is ever collected.
+   * The events are always finished or closed, so the body (and its connection) never waits for the collector.
    */
   cancel (): void {
     this.#watch.clear()
@@ -133,17 +131,5 @@ export class StreamAttempt<Raw> implements StreamedAttempt {
       clearTimeout(timer)
       events.close()
     }
-  }
-}
-
-/** An SDK's async iterator as raw events; closing it runs the SDK's cleanup. */
-export function iteratorEvents<Raw> (iterable: AsyncIterable<Raw>): RawEvents<Raw> {
-  const iterator = iterable[Symbol.asyncIterator]()
-  return {
-    next: async () => {
-      const result = await iterator.next()
-      return result.done === true ? undefined : result.value
-    },
-    close: () => { iterator.return?.().catch(() => {}) },
   }
 }

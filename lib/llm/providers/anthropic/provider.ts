@@ -1,9 +1,10 @@
-// Anthropic provider: the Messages API through @anthropic-ai/sdk, with our retry policy, timeouts and abort.
+// Anthropic provider: the Messages API through @anthropic-ai/sdk (streams read by our SSE reader), with our retry policy, timeouts and abort.
 import Anthropic from '@anthropic-ai/sdk'
 import type { LLMProvider, ModelRequest } from '../../types.js'
 import { attemptTimeoutMs, createSdkProvider, providerTransport, sdkFailures } from '../sdk-provider.js'
 import type { ProviderSettings } from '../settings.js'
-import { iteratorEvents } from '../stream-attempt.js'
+import { SseReader } from '../sse-reader.js'
+import { IncompleteStreamError } from '../stream-attempt.js'
 import { StreamAssembler, toParams, toResponse } from './wire.js'
 
 /** The only API version that still accepts `temperature` (README, "Models and providers"). */
@@ -60,8 +61,11 @@ export function createAnthropicProvider (options: AnthropicProviderOptions): LLM
     openStream (request: ModelRequest) {
       const params = toParams(request, legacyVersion, promptCaching)
       return async (signal, timeout, headers) => {
-        const { data, request_id: requestId } = await client.messages.create({ ...params, stream: true }, { signal, timeout, maxRetries: 0, ...(headers === undefined ? {} : { headers }) }).withResponse()
-        return { requestId, events: iteratorEvents(data) }
+        // The raw response (HTTP errors still throw the SDK's APIError); its body is read by SseReader, one layer
+        // per event instead of the SDK's three nested generators (the events are parsed as the SDK would: wire.ts).
+        const response = await client.messages.create({ ...params, stream: true }, { signal, timeout, maxRetries: 0, ...(headers === undefined ? {} : { headers }) }).asResponse()
+        if (response.body === null) throw new IncompleteStreamError('Anthropic API answered with no body')
+        return { requestId: response.headers.get('request-id'), events: new SseReader(response.body as unknown as AsyncIterable<Uint8Array>, 'Anthropic') }
       }
     },
     decoder: (request) => new StreamAssembler(request.model, request.onUsage),

@@ -1,10 +1,12 @@
 // Anthropic Messages API wire mapping: provider-neutral requests to SDK parameters, answers and stream events back.
 import type Anthropic from '@anthropic-ai/sdk'
+import { APIError } from '@anthropic-ai/sdk'
 import { LLMServiceError } from '../../../domain/errors.js'
 import { isRecord } from '../../upstream-errors.js'
 import type { ModelRequest, ModelResponse, ModelStreamEvent, StopReason } from '../../types.js'
 import type { ChatTurn, TextBlock, ToolUseBlock, Usage } from '../../../domain/types.js'
 import { IncompleteStreamError, type StreamDecoder } from '../stream-attempt.js'
+import type { SseEvent } from '../sse-reader.js'
 
 /** `temperature` is sent only on the legacy API version; the SDK 1.x types no longer declare it. */
 export type CreateParams = Anthropic.MessageCreateParamsNonStreaming & { temperature?: number }
@@ -121,8 +123,32 @@ export function toResponse (message: Anthropic.Message, requestId: string | null
   return response
 }
 
-/** Assembles a streamed message from raw events; turns each event into what the provider yields. */
-export class StreamAssembler implements StreamDecoder<Anthropic.RawMessageStreamEvent> {
+/**
+ * One SSE event of a Messages stream, read as the SDK reads it: `ping` and unnamed events are skipped, an `error`
+ * event is thrown as the SDK's APIError (no status: a stream error, retried by its `type`), the rest parsed.
+ */
+export function parseStreamEvent (sse: SseEvent, requestId: string | null | undefined): Anthropic.RawMessageStreamEvent | undefined {
+  if (sse.event === undefined || sse.event === 'ping') return undefined
+  if (sse.event === 'error') {
+    let body: unknown
+    try {
+      body = JSON.parse(sse.data)
+    } catch {}
+    const error = isRecord(body) ? body['error'] : undefined
+    const type = isRecord(error) && typeof error['type'] === 'string' ? error['type'] as Anthropic.ErrorType : undefined
+    const headers = new Headers(typeof requestId === 'string' ? { 'request-id': requestId } : {})
+    throw new APIError(undefined, isRecord(body) ? body : undefined, isRecord(body) ? undefined : sse.data, headers, type)
+  }
+  if (sse.data === '') return undefined
+  try {
+    return JSON.parse(sse.data) as Anthropic.RawMessageStreamEvent
+  } catch (error) {
+    throw new IncompleteStreamError('Anthropic API sent a malformed stream event', { cause: error })
+  }
+}
+
+/** Assembles a streamed message from its SSE events; turns each event into what the provider yields. */
+export class StreamAssembler implements StreamDecoder<SseEvent> {
   model: string
   /** The message id of `message_start`. */
   id: string | undefined
@@ -136,14 +162,15 @@ export class StreamAssembler implements StreamDecoder<Anthropic.RawMessageStream
     this.#onUsage = onUsage
   }
 
-  /** Applies one raw event; returns the event to yield, if it makes one. */
   /** A stream that ends before `message_stop` is incomplete. */
   end (): ModelStreamEvent {
     throw new IncompleteStreamError('Anthropic stream ended before message_stop')
   }
 
-  decode (event: Anthropic.RawMessageStreamEvent, requestId: string | null | undefined): ModelStreamEvent | undefined {
-    switch (event.type) {
+  /** Applies one SSE event; returns the event to yield, if it makes one. */
+  decode (sse: SseEvent, requestId: string | null | undefined): ModelStreamEvent | undefined {
+    const event = parseStreamEvent(sse, requestId)
+    switch (event?.type) {
       case 'message_start':
         this.model = event.message.model
         this.id = event.message.id
