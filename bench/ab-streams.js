@@ -35,9 +35,13 @@ for (const entry of [entryA, entryB]) {
 }
 const body = JSON.stringify({ messages: [{ role: 'user', content: 'Hello' }] })
 try {
-  for (const s of services) await burst({ port: s.child.port, path: '/api/v1/chat/stream', headers: { authorization: `Bearer ${BENCH_API_KEY}` }, body }, s.agent, k)
+  // Warm-up: connections opened, code optimised, the heap grown to its working size.
+  for (let i = 0; i < 3; i++) {
+    for (const s of services) await burst({ port: s.child.port, path: '/api/v1/chat/stream', headers: { authorization: `Bearer ${BENCH_API_KEY}` }, body }, s.agent, k)
+  }
   for (let round = 0; round < Number(roundsArg); round++) {
-    for (const s of services) {
+    // A B, then B A: neither build always goes first.
+    for (const s of round % 2 === 0 ? services : [...services].reverse()) {
       const target = { port: s.child.port, path: '/api/v1/chat/stream', headers: { authorization: `Bearer ${BENCH_API_KEY}` }, body }
       const meter = startMeter({ server: s.child.pid })
       const { outcomes, wallMs } = await burst(target, s.agent, k)
