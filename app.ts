@@ -3,6 +3,8 @@ import Fastify, { LogController, type FastifyHttpOptions, type FastifyPluginAsyn
 import type { Server } from 'node:http'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import pino, { type DestinationStream } from 'pino'
+import { AjvCompiler } from '@fastify/ajv-compiler'
+import { SerializerSelector } from '@fastify/fast-json-stringify-compiler'
 import { loadConfig, type AppConfig } from './lib/config/config.js'
 import configPlugin from './plugins/config.js'
 import lifecyclePlugin from './plugins/lifecycle.js'
@@ -83,6 +85,31 @@ function createLogger (config: AppConfig, stream?: DestinationStream) {
   }, stream ?? bufferedStdout())
 }
 
+/** A route's response serializer, as Fastify builds it from one response schema. */
+type Serializer = (data: unknown) => string
+type BuildSerializer = ReturnType<typeof SerializerSelector>
+
+/**
+ * Route schemas compiled once per process rather than once per app: every app of a process (a test file builds dozens)
+ * shares one pool of Ajv instances (keyed by its options and the shared schemas, which caches what it compiled) and the
+ * serializer of each response schema object.
+ */
+const validatorPool = AjvCompiler()
+const serializerSelector = SerializerSelector()
+const serializers = new WeakMap<object, Map<string, Serializer>>()
+const cachedSerializers: BuildSerializer = (externalSchemas, options) => {
+  const build = serializerSelector(externalSchemas, options)
+  const key = JSON.stringify([externalSchemas, options ?? null])
+  return (route) => {
+    const schema = route.schema as object
+    let byKey = serializers.get(schema)
+    if (byKey === undefined) serializers.set(schema, byKey = new Map())
+    let serializer = byKey.get(key)
+    if (serializer === undefined) byKey.set(key, serializer = build(route) as Serializer)
+    return serializer
+  }
+}
+
 /** Builds the whole application; call `ready()` or `listen()` on the result. */
 export async function buildApp (options: BuildAppOptions = {}) {
   const config = options.config ?? loadConfig(options.env === undefined ? {} : { env: options.env })
@@ -109,6 +136,7 @@ export async function buildApp (options: BuildAppOptions = {}) {
     pluginTimeout: 30_000,
     // allErrors stays bounded: arrays over their maxItems are refused before Ajv (arrayLengthGuard below),
     // every string has a maxLength, and a 422 lists at most MAX_VALIDATION_ISSUES issues.
+    schemaController: { compilersFactory: { buildValidator: validatorPool, buildSerializer: cachedSerializers } },
     ajv: {
       customOptions: { coerceTypes: false, removeAdditional: false, allErrors: true, useDefaults: true },
       plugins: [maxTotalCharsKeyword],
