@@ -33,11 +33,16 @@ end
 -- Drops charges that left the window; returns their sum and the reset time, and keeps the sum beside the set.
 local function slide(key, sum_key, now, window)
   local used = redis.call('GET', sum_key)
+  -- The sum is rewritten only when it changed; otherwise it keeps the expiry it shares with the set.
+  local changed = not used
   if used then
     used = tonumber(used)
     local gone = redis.call('ZRANGEBYSCORE', key, '-inf', now - window)
     for i = 1, #gone do used = used - amount(gone[i]) end
-    if #gone > 0 then redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window) end
+    if #gone > 0 then
+      redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+      changed = true
+    end
   else
     -- No sum (it expired apart from the set, or the set predates it): counted once.
     redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
@@ -51,7 +56,7 @@ local function slide(key, sum_key, now, window)
     return 0, 0
   end
   local reset = tonumber(newest[2]) + window - now
-  redis.call('SET', sum_key, int(used), 'PX', math.max(1, math.ceil(reset)))
+  if changed then redis.call('SET', sum_key, int(used), 'PX', math.max(1, math.ceil(reset))) end
   return used, reset
 end
 -- Both keys expire after ms.
@@ -122,16 +127,18 @@ if refused_tokens + refused_day + refused_month == 0 then
     used = used + tokens
     reset = window
   end
+  -- A period holds the call's reservation by id, and their total.
+  local function reserve_in(key, ttl)
+    redis.call('HSET', key, 'res|' .. id, ARGV[4])
+    redis.call('HINCRBY', key, 'reserved', ARGV[4])
+    redis.call('EXPIRE', key, ttl)
+  end
   if day_limit >= 0 then
-    redis.call('HSET', KEYS[2], 'res|' .. id, ARGV[4])
-    redis.call('HINCRBY', KEYS[2], 'reserved', ARGV[4])
-    redis.call('EXPIRE', KEYS[2], ARGV[8])
+    reserve_in(KEYS[2], ARGV[8])
     day_used = day_used + nano
   end
   if month_limit >= 0 then
-    redis.call('HSET', KEYS[3], 'res|' .. id, ARGV[4])
-    redis.call('HINCRBY', KEYS[3], 'reserved', ARGV[4])
-    redis.call('EXPIRE', KEYS[3], ARGV[9])
+    reserve_in(KEYS[3], ARGV[9])
     month_used = month_used + nano
   end
 end
