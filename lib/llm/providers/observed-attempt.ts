@@ -24,8 +24,11 @@ export class AttemptCounter {
   #next = 0
   constructor (private readonly observer: ModelCallObserver | undefined, private readonly signal: AbortSignal | undefined) {}
 
-  /** The next attempt's observer (with the headers its request carries), and an idempotent end. */
-  start (): { headers: Readonly<Record<string, string>> | undefined, end: (result: AttemptEnd) => void, fail: (error: unknown) => void } {
+  /**
+   * The next attempt's observer (with the headers its request carries), and an idempotent end; `watched` is false
+   * when no hook observes attempts, so there is nothing to tell.
+   */
+  start (): { watched: boolean, headers: Readonly<Record<string, string>> | undefined, end: (result: AttemptEnd) => void, fail: (error: unknown) => void } {
     const observer: AttemptObserver | undefined = this.observer?.attempt?.(this.#next++)
     let ended = observer === undefined
     const end = (result: AttemptEnd) => {
@@ -33,7 +36,7 @@ export class AttemptCounter {
       ended = true
       observer?.end(result)
     }
-    return { headers: observer?.headers, end, fail: (error) => { end({ outcome: failedOutcome(error, this.signal), error }) } }
+    return { watched: observer !== undefined, headers: observer?.headers, end, fail: (error) => { end({ outcome: failedOutcome(error, this.signal), error }) } }
   }
 }
 

@@ -118,7 +118,8 @@ export function createSdkProvider<Raw> (settings: ProviderSettings, parts: SdkPr
         const attempt = new StreamAttempt(request.signal, timeoutMs, parts.kinds.vendor, parts.decoder(request))
         const opened = attempt.open((signal, timeout) => send(signal, timeout, observed.headers))
         return {
-          attempt: observedStream(attempt, observed),
+          // Unobserved attempts (no tracing) are read directly: no extra async step per token.
+          attempt: observed.watched ? observedStream(attempt, observed) : attempt,
           opened: opened.catch((error: unknown) => { observed.fail(error); throw error }),
         }
       }, request, policy, retryOptions(request), reporting)
