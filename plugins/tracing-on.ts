@@ -1,6 +1,7 @@
 // Tracing wired into the app (README "Traces"): the server span of each request, W3C trace context in, trace
 // fields on its log lines, the run hooks, the dropped-span counter, the export-failure warnings, the flush at close.
 // Imported only when tracing is on (plugins/tracing.ts): it loads the trace SDK.
+import type { IncomingMessage } from 'node:http'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Counter } from 'prom-client'
 import {
@@ -21,6 +22,7 @@ const EXPORT_WARNING_INTERVAL_MS = 60_000
 
 const kServerSpan = Symbol('server span')
 type TracedRequest = FastifyRequest & { [kServerSpan]?: Span }
+type TracedRaw = IncomingMessage & { [kServerSpan]?: Span | undefined }
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -34,21 +36,36 @@ function pathOf (url: string): string {
   return query === -1 ? url : url.slice(0, query)
 }
 
-function startServerSpan (sdk: TracingSdk, request: FastifyRequest): Span {
+/** Starts a request's server span from what the raw request shows; the route is named later ({@link routeServerSpan}). */
+function startServerSpan (sdk: TracingSdk, raw: IncomingMessage): Span {
   // An invalid traceparent is ignored by the propagator: the request starts a new trace. Most requests carry none.
-  const parent = request.headers.traceparent === undefined ? ROOT_CONTEXT : sdk.propagator.extract(ROOT_CONTEXT, request.headers, defaultTextMapGetter)
-  const route = request.is404 ? undefined : request.routeOptions.url
-  const attributes: Attributes = {
-    'http.request.method': request.method,
-    'url.path': pathOf(request.url),
-    'url.scheme': request.protocol,
-    'client.address': request.ip,
-  }
-  if (route !== undefined) attributes['http.route'] = route
-  const agent = request.headers['user-agent']
+  const parent = raw.headers.traceparent === undefined ? ROOT_CONTEXT : sdk.propagator.extract(ROOT_CONTEXT, raw.headers, defaultTextMapGetter)
+  const method = raw.method ?? 'GET'
+  const attributes: Attributes = { 'http.request.method': method, 'url.path': pathOf(raw.url ?? '/') }
+  const agent = raw.headers['user-agent']
   if (agent !== undefined && agent !== '') attributes['user_agent.original'] = agent
-  const name = route === undefined ? request.method : `${request.method} ${route}`
-  return sdk.tracer.startSpan(name, { kind: SpanKind.SERVER, attributes }, parent)
+  return sdk.tracer.startSpan(method, { kind: SpanKind.SERVER, attributes }, parent)
+}
+
+/** What only Fastify's request knows (scheme and client behind trusted proxies, the matched route). */
+function routeServerSpan (span: Span, request: FastifyRequest): void {
+  span.setAttribute('url.scheme', request.protocol)
+  span.setAttribute('client.address', request.ip)
+  if (request.is404) return
+  const route = request.routeOptions.url
+  if (route === undefined) return
+  span.setAttribute('http.route', route)
+  span.updateName(`${request.method} ${route}`)
+}
+
+/** The trace fields of a request's log lines. */
+function traceFields (span: Span): Record<string, string> {
+  const { traceId, spanId, traceFlags } = span.spanContext()
+  return { trace_id: traceId, span_id: spanId, trace_flags: (traceFlags & TraceFlags.SAMPLED) === TraceFlags.SAMPLED ? '01' : '00' }
+}
+
+function traced (raw: IncomingMessage): boolean {
+  return !((raw.method === 'GET' || raw.method === 'HEAD') && UNTRACED_PATHS.has(pathOf(raw.url ?? '/')))
 }
 
 /** The span a `traceparent` value names (a stream's run link), or undefined when it is not a valid one. */
@@ -111,19 +128,30 @@ export async function installTracing (app: FastifyInstance, config: TracingConfi
   app.decorate('tracing', sdk)
   app.log.info({ traces_url: config.url, protocol: config.protocol }, `tracing on: OTLP ${config.protocol} to ${config.url}`)
 
+  // The server span starts where Fastify makes the request's logger, so its log lines carry the trace fields
+  // from one child logger (a second child per request cost more than the spans themselves).
+  app.setChildLoggerFactory(function (logger, bindings, options, raw) {
+    if (!traced(raw)) return logger.child(bindings, options)
+    const span = startServerSpan(sdk, raw)
+    ;(raw as TracedRaw)[kServerSpan] = span
+    return logger.child({ ...bindings, ...traceFields(span) }, options)
+  })
   app.addHook('onRequest', (request, reply, done) => {
-    if ((request.method === 'GET' || request.method === 'HEAD') && UNTRACED_PATHS.has(pathOf(request.url))) return done()
-    const span = startServerSpan(sdk, request)
+    const raw = request.raw as TracedRaw
+    let span = raw[kServerSpan]
+    if (span !== undefined) {
+      raw[kServerSpan] = undefined
+    } else {
+      // A route made before the factory was set (Fastify's own 404 handler) made its logger the plain way.
+      if (!traced(raw)) return done()
+      span = startServerSpan(sdk, raw)
+      const log = request.log.child(traceFields(span))
+      request.log = log
+      reply.log = log
+    }
+    routeServerSpan(span, request)
     ;(request as TracedRequest)[kServerSpan] = span
     request.runParent = trace.setSpan(ROOT_CONTEXT, span)
-    const { traceId, spanId, traceFlags } = span.spanContext()
-    const log = request.log.child({
-      trace_id: traceId,
-      span_id: spanId,
-      trace_flags: (traceFlags & TraceFlags.SAMPLED) === TraceFlags.SAMPLED ? '01' : '00',
-    })
-    request.log = log
-    reply.log = log
     done()
   })
   app.lifecycle.onResponseClosed((reply) => { endServerSpan(sdk, reply) })

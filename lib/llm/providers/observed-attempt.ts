@@ -2,8 +2,7 @@
 // `traceparent` the attempt's request carries); a call without an observer costs nothing here.
 import { isAbortError } from '../abort.js'
 import type { AttemptEnd, AttemptObserver, CallOutcome, ModelCallObserver } from '../hooks.js'
-import type { StreamedAttempt } from '../upstream-errors.js'
-import type { ModelResponse, ModelStreamEvent } from '../types.js'
+import type { ModelResponse } from '../types.js'
 
 /** How a failed attempt ended: `aborted` when the caller stopped it. */
 function failedOutcome (error: unknown, signal: AbortSignal | undefined): CallOutcome {
@@ -19,16 +18,21 @@ export function answeredAttempt (message: ModelResponse): AttemptEnd {
   }
 }
 
+/** One attempt as its observer sees it; `end` and `fail` are idempotent (the first call wins). */
+export interface ObservedAttempt {
+  /** What the attempt's request carries for the observer (a `traceparent`). */
+  headers: Readonly<Record<string, string>> | undefined
+  end: (result: AttemptEnd) => void
+  fail: (error: unknown) => void
+}
+
 /** Numbers the attempts of one call and ends each observer once. */
 export class AttemptCounter {
   #next = 0
   constructor (private readonly observer: ModelCallObserver | undefined, private readonly signal: AbortSignal | undefined) {}
 
-  /**
-   * The next attempt's observer (with the headers its request carries), and an idempotent end; `watched` is false
-   * when no hook observes attempts, so there is nothing to tell.
-   */
-  start (): { watched: boolean, headers: Readonly<Record<string, string>> | undefined, end: (result: AttemptEnd) => void, fail: (error: unknown) => void } {
+  /** The next attempt's observation. */
+  start (): ObservedAttempt {
     const observer: AttemptObserver | undefined = this.observer?.attempt?.(this.#next++)
     let ended = observer === undefined
     const end = (result: AttemptEnd) => {
@@ -36,28 +40,6 @@ export class AttemptCounter {
       ended = true
       observer?.end(result)
     }
-    return { watched: observer !== undefined, headers: observer?.headers, end, fail: (error) => { end({ outcome: failedOutcome(error, this.signal), error }) } }
-  }
-}
-
-/** A streamed attempt that tells its observer how it ended: its message, a failure, or a stop before the end. */
-export function observedStream (
-  attempt: StreamedAttempt, observed: ReturnType<AttemptCounter['start']>
-): StreamedAttempt {
-  return {
-    async next (): Promise<ModelStreamEvent> {
-      try {
-        const event = await attempt.next()
-        if (event.type === 'message') observed.end(answeredAttempt(event.message))
-        return event
-      } catch (error) {
-        observed.fail(error)
-        throw error
-      }
-    },
-    cancel (): void {
-      attempt.cancel()
-      observed.end({ outcome: 'aborted' })
-    },
+    return { headers: observer?.headers, end, fail: (error) => { end({ outcome: failedOutcome(error, this.signal), error }) } }
   }
 }

@@ -5,7 +5,7 @@ import { callFailure, logRetries, retriedStream, type FailureReporting, type Ups
 import type { LLMProvider, ModelRequest, ModelResponse, ModelStreamEvent } from '../types.js'
 import type { ProviderSettings } from './settings.js'
 import { StreamAttempt, type OpenStream, type StreamDecoder } from './stream-attempt.js'
-import { AttemptCounter, answeredAttempt, observedStream } from './observed-attempt.js'
+import { AttemptCounter, answeredAttempt } from './observed-attempt.js'
 
 /** The error classes both SDKs export (their shapes as far as we read them). */
 export interface SdkErrorClasses<ApiError extends Error> {
@@ -115,13 +115,9 @@ export function createSdkProvider<Raw> (settings: ProviderSettings, parts: SdkPr
       const attempts = new AttemptCounter(request.observer, request.signal)
       return retriedStream(() => {
         const observed = attempts.start()
-        const attempt = new StreamAttempt(request.signal, timeoutMs, parts.kinds.vendor, parts.decoder(request))
+        const attempt = new StreamAttempt(request.signal, timeoutMs, parts.kinds.vendor, parts.decoder(request), observed)
         const opened = attempt.open((signal, timeout) => send(signal, timeout, observed.headers))
-        return {
-          // Unobserved attempts (no tracing) are read directly: no extra async step per token.
-          attempt: observed.watched ? observedStream(attempt, observed) : attempt,
-          opened: opened.catch((error: unknown) => { observed.fail(error); throw error }),
-        }
+        return { attempt, opened }
       }, request, policy, retryOptions(request), reporting)
     },
 

@@ -2,6 +2,7 @@
 import { AttemptWatch } from '../attempt-watch.js'
 import type { StreamedAttempt } from '../upstream-errors.js'
 import type { ModelStreamEvent } from '../types.js'
+import { answeredAttempt, type ObservedAttempt } from './observed-attempt.js'
 
 /** A stream that ended before the answer was complete (or could not be read). Retryable while nothing has been yielded. */
 export class IncompleteStreamError extends Error {
@@ -38,19 +39,23 @@ export type OpenStream<Raw> = (signal: AbortSignal, timeoutMs: number, headers?:
 
 /**
  * One streamed attempt: its own abort controller, ended by the caller's signal or the idle timer (which
- * runs only while we wait for upstream data, never while the caller holds a yielded event).
+ * runs only while we wait for upstream data, never while the caller holds a yielded event). Its observer
+ * (a chat span) is told how it ended: its message, a failure, or a stop before the end; told here rather
+ * than by a wrapper, so an observed token costs no extra async step.
  */
 export class StreamAttempt<Raw> implements StreamedAttempt {
   requestId: string | null | undefined
   readonly #watch: AttemptWatch
   readonly #decoder: StreamDecoder<Raw>
+  readonly #observed: ObservedAttempt | undefined
   #events: RawEvents<Raw> | undefined
   /** The whole answer arrived: only the end of the body may be left. */
   #complete = false
 
-  constructor (signal: AbortSignal | undefined, timeoutMs: number, vendor: string, decoder: StreamDecoder<Raw>) {
+  constructor (signal: AbortSignal | undefined, timeoutMs: number, vendor: string, decoder: StreamDecoder<Raw>, observed?: ObservedAttempt) {
     this.#watch = new AttemptWatch(signal, timeoutMs, vendor)
     this.#decoder = decoder
+    this.#observed = observed
   }
 
   /** Sends the request and waits for the response headers. */
@@ -60,6 +65,9 @@ export class StreamAttempt<Raw> implements StreamedAttempt {
       const opened = await this.#watch.guard(send(this.#watch.requestSignal(), this.#watch.timeoutMs))
       this.requestId = opened.requestId
       this.#events = opened.events
+    } catch (error) {
+      this.#observed?.fail(error)
+      throw error
     } finally {
       this.#watch.stopWaiting()
     }
@@ -89,10 +97,14 @@ export class StreamAttempt<Raw> implements StreamedAttempt {
         }
         if (event.type === 'message') {
           this.#complete = true
+          this.#observed?.end(answeredAttempt(event.message))
           this.cancel()
         }
         return event
       }
+    } catch (error) {
+      this.#observed?.fail(error)
+      throw error
     } finally {
       this.#watch.stopWaiting()
     }
@@ -106,6 +118,7 @@ export class StreamAttempt<Raw> implements StreamedAttempt {
    * The events are always finished or closed, so the body (and its connection) never waits for the collector.
    */
   cancel (): void {
+    this.#observed?.end({ outcome: 'aborted' })
     this.#watch.clear()
     const events = this.#events
     this.#events = undefined
