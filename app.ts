@@ -90,11 +90,52 @@ type Serializer = (data: unknown) => string
 type BuildSerializer = ReturnType<typeof SerializerSelector>
 
 /**
+ * Compiles on first use: a route's validator or serializer is built the first time a request needs it, not at
+ * startup (compiling every route's schemas was a third of the time to the first /health). A broken schema still
+ * fails, at its first request; a test compiles every route's schemas ({@link compileRouteSchemas}).
+ */
+const uncompiled = new Set<() => unknown>()
+
+function onFirstUse<F extends (...args: never[]) => unknown> (compile: () => F): F {
+  let compiled: F | undefined
+  const compileNow = (): F => {
+    uncompiled.delete(compileNow)
+    compiled ??= compile()
+    return compiled
+  }
+  uncompiled.add(compileNow)
+  const lazy = function (this: unknown, ...args: Parameters<F>): ReturnType<F> {
+    compiled ??= compileNow()
+    const result = compiled.apply(this, args) as ReturnType<F>
+    // Fastify reads a failed validation's issues from the function.
+    ;(lazy as unknown as { errors: unknown }).errors = (compiled as unknown as { errors: unknown }).errors
+    return result
+  }
+  return lazy as unknown as F
+}
+
+/** Compiles every route schema not compiled yet (tests: a broken schema fails there, not at its first request). */
+export function compileRouteSchemas (): void {
+  for (const compile of [...uncompiled]) compile()
+}
+
+type BuildValidator = ReturnType<typeof AjvCompiler>
+
+/**
  * Route schemas compiled once per process rather than once per app: every app of a process (a test file builds dozens)
  * shares one pool of Ajv instances (keyed by its options and the shared schemas, which caches what it compiled) and the
- * serializer of each response schema object.
+ * serializer of each response schema object. Both are compiled on first use.
  */
 const validatorPool = AjvCompiler()
+const lazyValidators: BuildValidator = (externalSchemas, options) => {
+  // The pool's Ajv instance (its meta-schemas compiled) is made at the first compile too.
+  let build: ReturnType<BuildValidator> | undefined
+  return (route) => {
+    const validate = onFirstUse(() => (build ??= validatorPool(externalSchemas, options))(route) as (...args: never[]) => unknown)
+    // Ajv's functions carry `schemaEnv`: Fastify then passes the request as the parent, so defaults may fill the root.
+    return Object.assign(validate, { schemaEnv: true }) as unknown as ReturnType<ReturnType<BuildValidator>>
+  }
+}
 const serializerSelector = SerializerSelector()
 const serializers = new WeakMap<object, Map<string, Serializer>>()
 const cachedSerializers: BuildSerializer = (externalSchemas, options) => {
@@ -105,7 +146,7 @@ const cachedSerializers: BuildSerializer = (externalSchemas, options) => {
     let byKey = serializers.get(schema)
     if (byKey === undefined) serializers.set(schema, byKey = new Map())
     let serializer = byKey.get(key)
-    if (serializer === undefined) byKey.set(key, serializer = build(route) as Serializer)
+    if (serializer === undefined) byKey.set(key, serializer = onFirstUse(() => build(route) as Serializer))
     return serializer
   }
 }
@@ -136,7 +177,7 @@ export async function buildApp (options: BuildAppOptions = {}) {
     pluginTimeout: 30_000,
     // allErrors stays bounded: arrays over their maxItems are refused before Ajv (arrayLengthGuard below),
     // every string has a maxLength, and a 422 lists at most MAX_VALIDATION_ISSUES issues.
-    schemaController: { compilersFactory: { buildValidator: validatorPool, buildSerializer: cachedSerializers } },
+    schemaController: { compilersFactory: { buildValidator: lazyValidators, buildSerializer: cachedSerializers } },
     ajv: {
       customOptions: { coerceTypes: false, removeAdditional: false, allErrors: true, useDefaults: true },
       plugins: [maxTotalCharsKeyword],

@@ -1,11 +1,22 @@
 // The shared ioredis connection (one Redis or a Cluster): fails fast while Redis is down, reconnects forever, never crashes.
 /// <reference path="./cluster-key-slot.d.ts" />
 import { randomBytes } from 'node:crypto'
+import { createRequire } from 'node:module'
 import calculateSlot from 'cluster-key-slot'
-import { Cluster, Command, Redis, type RedisOptions } from 'ioredis'
+import type { Cluster, Redis, RedisOptions } from 'ioredis'
 import { parseClusterUrls } from './redis-url.js'
 
 export type { Cluster, Redis } from 'ioredis'
+
+/**
+ * The driver, loaded when a first Redis client is made: a service without REDIS_URL never loads it (it was a
+ * tenth of the startup time). ioredis is CommonJS, so it loads synchronously and every factory here stays sync.
+ */
+let driver: typeof import('ioredis') | undefined
+function ioredis (): typeof import('ioredis') {
+  driver ??= createRequire(import.meta.url)('ioredis') as typeof import('ioredis')
+  return driver
+}
 
 /** What every Redis store takes: a single-instance client or a Redis Cluster client (same command API). */
 export type RedisConnection = Redis | Cluster
@@ -48,7 +59,7 @@ export function reconnectDelay (times: number, maxBackoffMs: number): number {
  * reject too: await `waitForRedis` at startup if that matters.
  */
 export function createRedisClient (url: string, options: RedisClientOptions = {}): Redis {
-  const redis = new Redis(url, standaloneOptions(options))
+  const redis = new (ioredis().Redis)(url, standaloneOptions(options))
   logOutages(redis, options.logger)
   return redis
 }
@@ -80,7 +91,7 @@ export interface RedisNodeAddress {
  */
 export function createRedisNodeClient (urls: string, node: RedisNodeAddress, options: RedisClientOptions = {}): Redis {
   const settings = parseClusterUrls(urls)
-  const redis = new Redis({
+  const redis = new (ioredis().Redis)({
     ...standaloneOptions(options),
     host: node.host,
     port: node.port,
@@ -108,7 +119,7 @@ export function createRedisClusterClient (urls: string, options: RedisClientOpti
   const maxBackoffMs = options.maxBackoffMs ?? 2000
   const connectTimeout = options.connectTimeoutMs ?? 2000
   const settings = parseClusterUrls(urls)
-  const cluster = new Cluster(settings.seeds, {
+  const cluster = new (ioredis().Cluster)(settings.seeds, {
     enableOfflineQueue: false,
     clusterRetryStrategy: (times) => reconnectDelay(times, maxBackoffMs),
     maxRedirections: 16,
@@ -270,7 +281,7 @@ export interface ReplicaAckOptions {
  * again, if it is idempotent). On a single Redis, or without options, a no-op.
  */
 export function replicaAck (redis: RedisConnection, options: ReplicaAckOptions | undefined): (key: string) => Promise<void> {
-  if (options === undefined || !(redis instanceof Cluster)) return async () => {}
+  if (options === undefined || !(redis instanceof ioredis().Cluster)) return async () => {}
   const { timeoutMs } = options
   const backoffMs = options.backoffMs ?? 5000
   const skipUntil = new Map<string, number>()
@@ -284,7 +295,7 @@ export function replicaAck (redis: RedisConnection, options: ReplicaAckOptions |
     if (wait === undefined || wait.answered) {
       const node = clusterMaster(redis, master)
       if (node === undefined) return
-      const command = new Command('wait', [1, timeoutMs])
+      const command = new (ioredis().Command)('wait', [1, timeoutMs])
       const { resolve, reject } = command
       const entry = { answered: false, done: Promise.resolve() }
       command.resolve = (result: unknown) => {
