@@ -260,7 +260,7 @@ async function streamCompare (targets, fake, delayMs, counts = config.streamCoun
       await s.agent.preconnect(s.server.port, k)
       s.peakMeter = startMeter({ server: s.server.pid })
       s.cold = await burst(s.target, s.agent, k)
-      Object.assign(s, { outcomes: [], wallMs: 0, cpu: 0, fakeCpu: 0, foreign: 0 })
+      Object.assign(s, { outcomes: [], wallMs: 0, cpu: 0, user: 0, fakeCpu: 0, foreign: 0 })
     }
     for (let i = 0; i < bursts; i++) {
       // A B, then B A (as in jsonCompare).
@@ -270,6 +270,7 @@ async function streamCompare (targets, fake, delayMs, counts = config.streamCoun
         const one = await burst(s.target, s.agent, k)
         const { procs } = meter.stop()
         s.cpu += procs.server.cpuSeconds
+        s.user += procs.server.userSeconds
         s.fakeCpu += procs.fake.cpuSeconds
         s.foreign += foreign.stop() / bursts
         s.outcomes.push(...one.outcomes)
@@ -288,6 +289,8 @@ async function streamCompare (targets, fake, delayMs, counts = config.streamCoun
         cpuSeconds: s.cpu,
         cpuPerTokenUs: (s.cpu * 1e6) / summary.tokens,
         cpuPerStreamUs: (s.cpu * 1e6) / summary.streams,
+        // The user part alone: system time is mostly the kernel's loopback writes and wake-ups, the noisier part.
+        userPerTokenUs: (s.user * 1e6) / summary.tokens,
         fakeCpuPerTokenUs: (s.fakeCpu * 1e6) / summary.tokens,
         // Peak over every burst of this K (the unmeasured one holds as many streams).
         peakRss: whole.procs.server.peakRss,
@@ -299,7 +302,7 @@ async function streamCompare (targets, fake, delayMs, counts = config.streamCoun
       }
       out.push(run)
       log(`  ${s.name} K=${k} ${delayMs} ms: ${run.completedTotal}/${run.streamsTotal} complete, TTFT p50 ${r1(run.ttftP50)} ms p99 ${r1(run.ttftP99)} ms, ` +
-        `${Math.round(run.tokensPerSecond)} tokens/s, ${Math.round(run.cpuPerTokenUs * 100) / 100} µs CPU/token, peak RSS ${Math.round(run.peakRss / 1048576)} MB` +
+        `${Math.round(run.tokensPerSecond)} tokens/s, ${Math.round(run.cpuPerTokenUs * 100) / 100} µs CPU/token (user ${Math.round(run.userPerTokenUs * 100) / 100}), peak RSS ${Math.round(run.peakRss / 1048576)} MB` +
         `${Object.keys(summary.errors).length ? ` errors ${JSON.stringify(summary.errors)}` : ''}${noise(run.foreignCpu)}`)
     }
   }

@@ -134,6 +134,9 @@ export function evaluate (results) {
       const r = { scenario: name, metric: 'server CPU µs/token, every span exported', service: fmt(on.cpuPerTokenUs, 2), reference: `${fmt(off.cpuPerTokenUs, 2)} (tracing off)`, ratio: ratio(on.cpuPerTokenUs, off.cpuPerTokenUs) }
       judge(r, `${name}: CPU/token traced ≤ 1.1 × off`, r.ratio, '≤ 1.1', r.ratio <= 1.1)
       rows.push(r)
+      if (on.userPerTokenUs !== undefined && off.userPerTokenUs !== undefined) {
+        rows.push({ scenario: name, metric: 'server user CPU µs/token (the steadier part)', service: fmt(on.userPerTokenUs, 2), reference: `${fmt(off.userPerTokenUs, 2)} (tracing off)`, ratio: ratio(on.userPerTokenUs, off.userPerTokenUs) })
+      }
       rows.push({ scenario: name, metric: 'streams completed · TTFT p50 ms', service: `${on.completedTotal}/${on.streamsTotal} · ${fmt(on.ttftP50, 1)}`, reference: `${off.completedTotal}/${off.streamsTotal} · ${fmt(off.ttftP50, 1)}` })
     }
     if (scenario.exported) rows.push({ scenario: `tracing, ${scenario.delayMs} ms/token`, metric: 'export requests · KiB the collector received', service: `${fmt(scenario.exported.requests)} · ${fmt(scenario.exported.bytes / 1024)}`, reference: '' })
