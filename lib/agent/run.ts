@@ -64,7 +64,7 @@ async function * callModel (state: RunState, ports: RunPorts, options: RunOption
   const tools = settings.clientTools ?? (settings.tools.length > 0 ? ports.tools.specs(settings.tools) : undefined)
   const messages = state.turns
   let reported: Usage | undefined
-  let written = ''
+  let writtenChars = 0
   let message: ModelResponse | undefined
   const request: ModelRequest = {
     model: settings.model,
@@ -89,7 +89,7 @@ async function * callModel (state: RunState, ports: RunPorts, options: RunOption
           break
         }
         if (event.text) {
-          written += event.text
+          writtenChars += event.text.length
           yield { type: 'token', data: event.text }
         }
       }
@@ -99,7 +99,7 @@ async function * callModel (state: RunState, ports: RunPorts, options: RunOption
     return message
   } finally {
     if (message === undefined) {
-      const cut = cutCallUsage(reported, messages, written)
+      const cut = cutCallUsage(reported, messages, writtenChars)
       if (cut !== undefined) usage.add(settings.model, cut.usage, cut.source, ports.priceOf?.(settings.model))
     }
   }

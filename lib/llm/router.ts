@@ -228,10 +228,10 @@ export function createModelRouter (options: ModelRouterOptions): ModelRouter {
         let ended = false
         // What a cut call used: the provider's counts so far, else an estimate of what it wrote.
         let reported: Usage | undefined
-        let written = ''
+        let writtenChars = 0
         const onUsage = (usage: Usage): void => { reported = usage; request.onUsage?.(usage) }
         const cut = (outcome: ModelCallEnd): ModelCallEnd => {
-          const used = cutCallUsage(reported, request.messages, written)
+          const used = cutCallUsage(reported, request.messages, writtenChars)
           return used === undefined ? outcome : { ...outcome, usage: used.usage, usageSource: used.source }
         }
         try {
@@ -245,7 +245,7 @@ export function createModelRouter (options: ModelRouterOptions): ModelRouter {
             }
             if (!output) observer?.firstOutput?.()
             output = true
-            written += event.text
+            writtenChars += event.text.length
             yield event
           }
           return

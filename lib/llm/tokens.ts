@@ -53,12 +53,13 @@ export function estimateTokens (turns: ChatTurn | readonly ChatTurn[]): number {
  * wrote something, an estimate of what was sent and written (`estimated`); undefined when nothing was used.
  */
 export function cutCallUsage (
-  reported: Usage | undefined, messages: ChatTurn[], written: string
+  reported: Usage | undefined, messages: ChatTurn[], writtenChars: number
 ): { usage: Usage, source: 'partial' | 'estimated' } | undefined {
   if (reported !== undefined) return { usage: reported, source: 'partial' }
-  if (written === '') return undefined
+  if (writtenChars === 0) return undefined
   return {
-    usage: { input_tokens: estimateTokens(messages), output_tokens: estimateTokens({ role: 'assistant', content: written }) },
+    // As estimateTokens counts an assistant turn of that text (only its length matters: no text is kept per token).
+    usage: { input_tokens: estimateTokens(messages), output_tokens: TURN_TOKEN_OVERHEAD + Math.ceil(writtenChars / 4) },
     source: 'estimated',
   }
 }
