@@ -96,22 +96,40 @@ type BuildSerializer = ReturnType<typeof SerializerSelector>
  */
 const uncompiled = new Set<() => unknown>()
 
-function onFirstUse<F extends (...args: never[]) => unknown> (compile: () => F): F {
+/** `compile`, called once: at the first call of what it returns or at {@link compileRouteSchemas}. */
+function once<F> (compile: () => F): () => F {
   let compiled: F | undefined
   const compileNow = (): F => {
-    uncompiled.delete(compileNow)
-    compiled ??= compile()
+    if (compiled === undefined) {
+      uncompiled.delete(compileNow)
+      compiled = compile()
+    }
     return compiled
   }
   uncompiled.add(compileNow)
-  const lazy = function (this: unknown, ...args: Parameters<F>): ReturnType<F> {
-    compiled ??= compileNow()
-    const result = compiled.apply(this, args) as ReturnType<F>
-    // Fastify reads a failed validation's issues from the function.
-    ;(lazy as unknown as { errors: unknown }).errors = (compiled as unknown as { errors: unknown }).errors
+  return compileNow
+}
+
+type Validate = ((data: unknown, context?: unknown) => unknown) & { errors?: unknown, schemaEnv?: unknown }
+
+/** A validator compiled by its first call; Fastify reads a failed validation's issues from the function. */
+function validatorOnFirstUse (compile: () => Validate): Validate {
+  const compiled = once(compile)
+  const validate: Validate = (data, context) => {
+    const inner = compiled()
+    const result = inner(data, context)
+    validate.errors = inner.errors
     return result
   }
-  return lazy as unknown as F
+  // Ajv's functions carry `schemaEnv`: Fastify then passes the request as the parent, so defaults may fill the root.
+  validate.schemaEnv = true
+  return validate
+}
+
+/** A serializer compiled by its first call. */
+function serializerOnFirstUse (compile: () => Serializer): Serializer {
+  const compiled = once(compile)
+  return (data) => compiled()(data)
 }
 
 /** Compiles every route schema not compiled yet (tests: a broken schema fails there, not at its first request). */
@@ -130,11 +148,7 @@ const validatorPool = AjvCompiler()
 const lazyValidators: BuildValidator = (externalSchemas, options) => {
   // The pool's Ajv instance (its meta-schemas compiled) is made at the first compile too.
   let build: ReturnType<BuildValidator> | undefined
-  return (route) => {
-    const validate = onFirstUse(() => (build ??= validatorPool(externalSchemas, options))(route) as (...args: never[]) => unknown)
-    // Ajv's functions carry `schemaEnv`: Fastify then passes the request as the parent, so defaults may fill the root.
-    return Object.assign(validate, { schemaEnv: true }) as unknown as ReturnType<ReturnType<BuildValidator>>
-  }
+  return (route) => validatorOnFirstUse(() => (build ??= validatorPool(externalSchemas, options))(route) as Validate) as ReturnType<ReturnType<BuildValidator>>
 }
 const serializerSelector = SerializerSelector()
 const serializers = new WeakMap<object, Map<string, Serializer>>()
@@ -146,7 +160,7 @@ const cachedSerializers: BuildSerializer = (externalSchemas, options) => {
     let byKey = serializers.get(schema)
     if (byKey === undefined) serializers.set(schema, byKey = new Map())
     let serializer = byKey.get(key)
-    if (serializer === undefined) byKey.set(key, serializer = onFirstUse(() => build(route) as Serializer))
+    if (serializer === undefined) byKey.set(key, serializer = serializerOnFirstUse(() => build(route) as Serializer))
     return serializer
   }
 }
