@@ -45,6 +45,8 @@ const config = {
   redisUrl: env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
   /** Concurrent streams per burst of the tracing rows (traced vs not). */
   tracingCounts: list(env.BENCH_TRACING_STREAMS, ['100', '1000']).map(Number),
+  /** Streams measured per K of the tracing rows: a ±10% line needs more than two bursts of 1000 (they read 0.98 and 1.49). */
+  tracingMinStreams: Number(env.BENCH_TRACING_MIN_STREAMS ?? env.BENCH_MIN_STREAMS ?? (quick ? 500 : 8000)),
   /**
    * Scenarios to run: health, chat, budgets (budgets on Redis vs off), tracing (streams traced, always sampled, vs
    * not), streams, resumable, soak, openai (JSON and streams through the OpenAI provider), v1 (/v1/chat/completions).
@@ -250,12 +252,12 @@ async function jsonCompare (title, targets) {
  * @param {{ pid: number }} fake
  * @param {number} delayMs
  */
-async function streamCompare (targets, fake, delayMs, counts = config.streamCounts) {
+async function streamCompare (targets, fake, delayMs, counts = config.streamCounts, minStreams = config.minStreams) {
   const states = targets.map((t) => ({ ...t, target: { port: t.server.port, path: t.path, headers: AUTH, body: t.body ?? CHAT_BODY }, agent: streamAgent() }))
   for (const s of states) await burst(s.target, s.agent, 100)
   const out = []
   for (const k of counts) {
-    const bursts = Math.max(1, Math.ceil(config.minStreams / k))
+    const bursts = Math.max(1, Math.ceil(minStreams / k))
     for (const s of states) {
       await s.agent.preconnect(s.server.port, k)
       s.peakMeter = startMeter({ server: s.server.pid })
@@ -456,7 +458,7 @@ async function tracingScenario (service, fake, delayMs) {
   const runs = await streamCompare([
     { name: 'traced', server: traced, path: '/api/v1/chat/stream' },
     { name: 'untraced', server: service, path: '/api/v1/chat/stream' },
-  ], fake, delayMs, config.tracingCounts)
+  ], fake, delayMs, config.tracingCounts, config.tracingMinStreams)
   // Spans are exported in batches every few seconds: the last ones are flushed at shutdown.
   await stop(traced)
   const exported = await (await fetch(`${sink.url}/stats`)).json()
