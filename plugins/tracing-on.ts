@@ -136,19 +136,13 @@ export async function installTracing (app: FastifyInstance, config: TracingConfi
     ;(raw as TracedRaw)[kServerSpan] = span
     return logger.child({ ...bindings, ...traceFields(span) }, options)
   })
-  app.addHook('onRequest', (request, reply, done) => {
+  // Every route that can be traced (the 404 handlers included) is registered after this plugin, so its logger
+  // comes from the factory; only probes and scrapes arrive here without a span.
+  app.addHook('onRequest', (request, _reply, done) => {
     const raw = request.raw as TracedRaw
-    let span = raw[kServerSpan]
-    if (span !== undefined) {
-      raw[kServerSpan] = undefined
-    } else {
-      // A route made before the factory was set (Fastify's own 404 handler) made its logger the plain way.
-      if (!traced(raw)) return done()
-      span = startServerSpan(sdk, raw)
-      const log = request.log.child(traceFields(span))
-      request.log = log
-      reply.log = log
-    }
+    const span = raw[kServerSpan]
+    if (span === undefined) return done()
+    raw[kServerSpan] = undefined
     routeServerSpan(span, request)
     ;(request as TracedRequest)[kServerSpan] = span
     request.runParent = trace.setSpan(ROOT_CONTEXT, span)

@@ -6,9 +6,14 @@ export const IMAGE_TOKEN_ESTIMATE = 1500
 /** Fixed per-turn overhead (role and framing). */
 export const TURN_TOKEN_OVERHEAD = 4
 
+/** Estimated tokens of so many characters of text: ceil(characters / 4). */
+function charTokens (chars: number): number {
+  return Math.ceil(chars / 4)
+}
+
 /** Estimated tokens of a text: ceil(characters / 4). */
 export function estimateTextTokens (text: string): number {
-  return Math.ceil(text.length / 4)
+  return charTokens(text.length)
 }
 
 function blockChars (block: ContentBlock): number {
@@ -33,7 +38,7 @@ export function estimateTurnTokens (turn: ChatTurn): number {
     if (block.type === 'image') images++
     else chars += blockChars(block)
   }
-  return TURN_TOKEN_OVERHEAD + Math.ceil(chars / 4) + images * IMAGE_TOKEN_ESTIMATE
+  return TURN_TOKEN_OVERHEAD + charTokens(chars) + images * IMAGE_TOKEN_ESTIMATE
 }
 
 /**
@@ -58,8 +63,8 @@ export function cutCallUsage (
   if (reported !== undefined) return { usage: reported, source: 'partial' }
   if (writtenChars === 0) return undefined
   return {
-    // As estimateTokens counts an assistant turn of that text (only its length matters: no text is kept per token).
-    usage: { input_tokens: estimateTokens(messages), output_tokens: TURN_TOKEN_OVERHEAD + Math.ceil(writtenChars / 4) },
+    // An assistant turn of that text, as estimateTurnTokens counts one: only its length matters, so none is kept.
+    usage: { input_tokens: estimateTokens(messages), output_tokens: TURN_TOKEN_OVERHEAD + charTokens(writtenChars) },
     source: 'estimated',
   }
 }

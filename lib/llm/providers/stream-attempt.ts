@@ -47,12 +47,12 @@ export class StreamAttempt<Raw> implements StreamedAttempt {
   requestId: string | null | undefined
   readonly #watch: AttemptWatch
   readonly #decoder: StreamDecoder<Raw>
-  readonly #observed: ObservedAttempt | undefined
+  readonly #observed: ObservedAttempt
   #events: RawEvents<Raw> | undefined
   /** The whole answer arrived: only the end of the body may be left. */
   #complete = false
 
-  constructor (signal: AbortSignal | undefined, timeoutMs: number, vendor: string, decoder: StreamDecoder<Raw>, observed?: ObservedAttempt) {
+  constructor (signal: AbortSignal | undefined, timeoutMs: number, vendor: string, decoder: StreamDecoder<Raw>, observed: ObservedAttempt) {
     this.#watch = new AttemptWatch(signal, timeoutMs, vendor)
     this.#decoder = decoder
     this.#observed = observed
@@ -66,7 +66,7 @@ export class StreamAttempt<Raw> implements StreamedAttempt {
       this.requestId = opened.requestId
       this.#events = opened.events
     } catch (error) {
-      this.#observed?.fail(error)
+      this.#observed.fail(error)
       throw error
     } finally {
       this.#watch.stopWaiting()
@@ -97,13 +97,13 @@ export class StreamAttempt<Raw> implements StreamedAttempt {
         }
         if (event.type === 'message') {
           this.#complete = true
-          this.#observed?.end(answeredAttempt(event.message))
+          this.#observed.end(answeredAttempt(event.message))
           this.cancel()
         }
         return event
       }
     } catch (error) {
-      this.#observed?.fail(error)
+      this.#observed.fail(error)
       throw error
     } finally {
       this.#watch.stopWaiting()
@@ -118,7 +118,7 @@ export class StreamAttempt<Raw> implements StreamedAttempt {
    * The events are always finished or closed, so the body (and its connection) never waits for the collector.
    */
   cancel (): void {
-    this.#observed?.end({ outcome: 'aborted' })
+    this.#observed.end({ outcome: 'aborted' })
     this.#watch.clear()
     const events = this.#events
     this.#events = undefined
