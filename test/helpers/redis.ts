@@ -287,15 +287,20 @@ export async function startRedisCluster (t: Test, options: RedisClusterOptions =
   const admins = new Map<number, Redis>()
   const nodes: ClusterNode[] = []
   // A restarted node finds its nodes-<port>.conf (identity and slots) in `dir` and rejoins; data is not kept.
+  // Each node's cluster bus gets a spare port of its own: the default (port + 10000) may be taken by another
+  // socket, or past 65535 for a port from the top of the ephemeral range, and the node then never starts.
+  const busPorts = new Map<number, number>()
   const spawnNode = (port: number): void => {
     children.set(port, spawn('redis-server', [
       '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir,
-      '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', '1000',
+      '--cluster-enabled', 'yes', '--cluster-port', String(busPorts.get(port)),
+      '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', '1000',
       '--cluster-replica-validity-factor', '0', '--logfile', join(dir, `${port}.log`),
     ], { stdio: 'ignore' }))
   }
   for (let i = 0; i < masters * (1 + replicas); i++) {
     const port = await sparePort()
+    busPorts.set(port, await sparePort())
     nodes.push({ port, url: `redis://127.0.0.1:${port}`, killed: false })
     spawnNode(port)
   }
