@@ -9,8 +9,9 @@ COPY lib ./lib
 COPY plugins ./plugins
 COPY routes ./routes
 COPY schemas ./schemas
-# The incremental build's record stays behind: the image needs only the output.
-RUN npm run build && rm dist/.tsbuildinfo
+COPY scripts ./scripts
+# Type-checked, then bundled (scripts/bundle.mjs): the image takes only the bundle.
+RUN npm run build
 
 FROM node:24-bookworm-slim AS deps
 WORKDIR /app
@@ -21,7 +22,7 @@ FROM node:24-bookworm-slim
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=8000
 WORKDIR /app
 COPY --from=deps --chown=node:node /app/node_modules ./node_modules
-COPY --from=build --chown=node:node /app/dist ./dist
+COPY --from=build --chown=node:node /app/dist/bundle ./dist/bundle
 COPY --chown=node:node public ./public
 COPY --chown=node:node package.json ./
 USER node
@@ -29,4 +30,4 @@ EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=10s --retries=3 --start-period=5s \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8000)+'/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 STOPSIGNAL SIGTERM
-CMD ["node", "dist/server.js"]
+CMD ["node", "dist/bundle/server.js"]

@@ -1,5 +1,6 @@
 // `node bench/ab-streams.js <entryA> <entryB> [K] [delayMs] [rounds]`: CPU per token of two builds of the
-// service (dist/server.js of two commits; `path|--flag,--flag` adds node flags), measured in alternating rounds against one fake upstream, so
+// service (dist/server.js of two commits; `path|--flag,--flag|KEY=value;KEY=value` adds node flags and environment,
+// `$OTLP` in a value naming a collector that answers), measured in alternating rounds against one fake upstream, so
 // that background load falls on both alike. A helper for optimisation work; `npm run bench` is the benchmark.
 import { startChild, freePort, startMeter } from './lib/proc.js'
 import { BENCH_API_KEY, serviceEnv } from './lib/service-env.js'
@@ -14,21 +15,35 @@ if (!entryA || !entryB) {
   process.exit(2)
 }
 const k = Number(kArg)
+/** Bursts per measured round (`AB_BURSTS`): small K needs several for the CPU clock's 10 ms ticks. */
+const burstsPerRound = Number(process.env.AB_BURSTS ?? Math.max(1, Math.ceil(2000 / k)))
 const children = []
 const fake = await startChild({ name: 'fake', script: join(here, 'servers/fake.js'), env: { FAKE_TOKENS: '50', FAKE_DELAY_MS: delayArg } })
 children.push(fake)
 const services = []
+let sink
 for (const entry of [entryA, entryB]) {
   const port = await freePort()
   // `path|--flag,--flag` runs that build with node flags.
-  const [script, flags = ''] = entry.split('|')
+  const [script, flags = '', envText = ''] = entry.split('|')
+  const extraEnv = {}
+  for (const pair of envText.split(';').filter(Boolean)) {
+    const at = pair.indexOf('=')
+    let value = pair.slice(at + 1)
+    if (value.includes('$OTLP')) {
+      sink ??= await startChild({ name: 'otlp-sink', script: join(here, 'servers/otlp-sink.js') })
+      if (!children.includes(sink)) children.push(sink)
+      value = value.replace('$OTLP', sink.url)
+    }
+    extraEnv[pair.slice(0, at)] = value
+  }
   const child = await startChild({
     name: entry,
     script,
     nodeArgs: flags.split(',').filter(Boolean),
     port,
     healthPath: '/api/v1/health',
-    env: serviceEnv(port, fake.url, { SHUTDOWN_GRACE_SECONDS: '1' }),
+    env: serviceEnv(port, fake.url, { SHUTDOWN_GRACE_SECONDS: '1', ...extraEnv }),
   })
   children.push(child)
   services.push({ entry, child, agent: streamAgent(), perToken: [], ttft: [] })
@@ -44,7 +59,13 @@ try {
     for (const s of round % 2 === 0 ? services : [...services].reverse()) {
       const target = { port: s.child.port, path: '/api/v1/chat/stream', headers: { authorization: `Bearer ${BENCH_API_KEY}` }, body }
       const meter = startMeter({ server: s.child.pid })
-      const { outcomes, wallMs } = await burst(target, s.agent, k)
+      const outcomes = []
+      let wallMs = 0
+      for (let b = 0; b < burstsPerRound; b++) {
+        const result = await burst(target, s.agent, k)
+        outcomes.push(...result.outcomes)
+        wallMs += result.wallMs
+      }
       const { procs } = meter.stop()
       const summary = summarizeStreams(outcomes, wallMs)
       s.perToken.push((procs.server.cpuSeconds * 1e6) / summary.tokens)

@@ -24,6 +24,7 @@ function area (frame) {
   if (url.includes('node_modules/pino') || url.includes('node_modules/sonic-boom') || url.includes('fast-redact') || url.includes('quick-format')) return 'pino (logging)'
   if (url.includes('node_modules/fastify') || url.includes('node_modules/@fastify') || url.includes('find-my-way') || url.includes('avvio') || url.includes('light-my-request')) return 'fastify'
   if (url.includes('node_modules/ajv') || url.includes('fast-json-stringify') || url.includes('fast-uri')) return 'fastify (ajv / serializers)'
+  if (url.includes('@opentelemetry') || url.includes('protobufjs')) return 'OpenTelemetry (SDK, exporter)'
   if (url.includes('node_modules/')) return 'other dependencies'
   if (url.includes('/dist/') || url.includes('/bench/servers/')) return 'service / proxy code'
   if (url.startsWith('node:internal/streams') || url.includes('internal/streams/')) return 'node streams'

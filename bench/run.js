@@ -144,8 +144,8 @@ async function startService (fake, overrides = {}) {
   const port = await freePort()
   return await start({
     name: overrides.LOG_LEVEL ? `service(LOG_LEVEL=${overrides.LOG_LEVEL})` : overrides.LLM_PROVIDER ? `service(${overrides.LLM_PROVIDER})` : 'service',
-    // BENCH_SERVICE_ENTRY: another build of the service (e.g. a baseline commit's dist/server.js) to compare.
-    script: env.BENCH_SERVICE_ENTRY ?? join(root, 'dist/server.js'),
+    // BENCH_SERVICE_ENTRY: another build of the service (e.g. a baseline commit's dist/bundle/server.js) to compare.
+    script: env.BENCH_SERVICE_ENTRY ?? join(root, 'dist/bundle/server.js'),
     nodeArgs: [...profileArgs('service'), ...list(env.BENCH_SERVICE_NODE_ARGS, [])],
     port,
     healthPath: '/api/v1/health',
