@@ -1,5 +1,5 @@
 // `node bench/ab-startup.js <entryA> [entryB ...] [rounds]`: time from spawning `node <entry>` to the first
-// GET /api/v1/health 200, the CPU the process used until then (user + system, steadier than wall time on a
+// GET /api/v1/health 200 (`script|/path` probes another path, e.g. a peer gateway's; PORT names the port), the CPU the process used until then (user + system, steadier than wall time on a
 // busy machine) and its RSS one second later, per build in alternating rounds. A helper for optimisation work.
 import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
@@ -28,11 +28,12 @@ for (let round = 0; round < rounds; round++) {
     const port = await freePort()
     const started = performance.now()
     // The bench's service settings, on an upstream nobody calls (startup only).
-    const child = spawn(process.execPath, [entry], { env: { ...process.env, ...serviceEnv(port, 'http://127.0.0.1:9') }, stdio: 'ignore' })
+    const [script, healthPath = '/api/v1/health'] = entry.split('|')
+    const child = spawn(process.execPath, [script], { env: { ...process.env, ...serviceEnv(port, 'http://127.0.0.1:9') }, stdio: 'ignore' })
     let sample
     while (sample === undefined) {
       try {
-        const response = await fetch(`http://127.0.0.1:${port}/api/v1/health`)
+        const response = await fetch(`http://127.0.0.1:${port}${healthPath}`)
         if (response.status === 200) sample = { ms: performance.now() - started, cpuMs: cpuMs(child.pid ?? 0) }
       } catch {}
       if (sample === undefined) await sleep(5)
