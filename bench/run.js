@@ -1,11 +1,13 @@
 // `npm run bench`: the service (built JavaScript, every plugin on) against a bare Fastify route, a naive
 // SDK proxy and the fake upstream itself; JSON load, concurrent streams, a soak. See bench/README.md.
-import { mkdirSync, writeFileSync } from 'node:fs'
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { cpus } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { chooseLoadgen, runLoad } from './lib/loadgen.js'
-import { CLK_TCK, freePort, memory, startChild, startForeignMeter, startMeter } from './lib/proc.js'
+import { CLK_TCK, cpuSeconds, freePort, memory, startChild, startForeignMeter, startMeter } from './lib/proc.js'
 import { evaluate, markdownTable } from './lib/report.js'
 import { BENCH_API_KEY, BENCH_UPSTREAM_KEY, serviceEnv } from './lib/service-env.js'
 import { burst, openStream, streamAgent, summarizeStreams } from './lib/streams.js'
@@ -48,16 +50,20 @@ const config = {
   /** Streams measured per K of the tracing rows: a ±10% line needs more than two bursts of 1000 (they read 0.98 and 1.49). */
   tracingMinStreams: Number(env.BENCH_TRACING_MIN_STREAMS ?? env.BENCH_MIN_STREAMS ?? (quick ? 500 : 8000)),
   /**
-   * Scenarios to run: health, chat, budgets (budgets on Redis vs off), tracing (streams traced, always sampled, vs
+   * Scenarios to run: startup (time to the first health 200 and idle RSS, vs the Portkey gateway), health, chat, budgets (budgets on Redis vs off), tracing (streams traced, always sampled, vs
    * not), streams, resumable, soak, openai (JSON and streams through the OpenAI provider), v1 (/v1/chat/completions).
    */
-  only: list(env.BENCH_ONLY, ['health', 'chat', 'budgets', 'tracing', 'streams', 'resumable', 'soak', 'openai', 'v1']),
+  only: list(env.BENCH_ONLY, ['startup', 'health', 'chat', 'budgets', 'tracing', 'streams', 'resumable', 'soak', 'openai', 'v1']),
+  /** Starts of each server in the startup scenario (alternating). */
+  startupRounds: Number(env.BENCH_STARTUP_ROUNDS ?? (quick ? 3 : 8)),
   /** Write V8 CPU profiles of the service and the references (node --cpu-prof). */
   profile: env.BENCH_PROFILE === '1',
   /** Where the service's request log goes; /dev/null by default (it is still formatted and written). */
   serviceLog: env.BENCH_SERVICE_LOG ?? '/dev/null',
 }
 
+/** BENCH_SERVICE_ENTRY: another build of the service (e.g. a baseline commit's dist/bundle/server.js) to compare. */
+const serviceEntry = env.BENCH_SERVICE_ENTRY ?? join(root, 'dist/bundle/server.js')
 const API_KEY = BENCH_API_KEY
 const UPSTREAM_KEY = BENCH_UPSTREAM_KEY
 const MODEL = 'claude-sonnet-5-5'
@@ -144,8 +150,7 @@ async function startService (fake, overrides = {}) {
   const port = await freePort()
   return await start({
     name: overrides.LOG_LEVEL ? `service(LOG_LEVEL=${overrides.LOG_LEVEL})` : overrides.LLM_PROVIDER ? `service(${overrides.LLM_PROVIDER})` : 'service',
-    // BENCH_SERVICE_ENTRY: another build of the service (e.g. a baseline commit's dist/bundle/server.js) to compare.
-    script: env.BENCH_SERVICE_ENTRY ?? join(root, 'dist/bundle/server.js'),
+    script: serviceEntry,
     nodeArgs: [...profileArgs('service'), ...list(env.BENCH_SERVICE_NODE_ARGS, [])],
     port,
     healthPath: '/api/v1/health',
@@ -467,6 +472,65 @@ async function tracingScenario (service, fake, delayMs) {
   return { runs, delayMs, exported }
 }
 
+/** The Portkey AI gateway's entry, when the devDependency is installed. */
+function portkeyEntry () {
+  try {
+    const file = join(root, 'node_modules/@portkey-ai/gateway/package.json')
+    const { version } = JSON.parse(readFileSync(file, 'utf8'))
+    return { script: join(root, 'node_modules/@portkey-ai/gateway/build/start-server.js'), version }
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Startup and idle memory: the service (the bench's settings, Anthropic provider) and the Portkey gateway spawned in
+ * turn, timed to their first health 200 (polled every 5 ms), CPU used until then, RSS one second later.
+ */
+async function startupScenario () {
+  const portkey = portkeyEntry()
+  if (portkey === undefined) {
+    log('startup: @portkey-ai/gateway is not installed (npm ci installs it), skipped')
+    return undefined
+  }
+  log(`startup: the service vs the Portkey gateway ${portkey.version}, ${config.startupRounds} starts each, alternating`)
+  const targets = [
+    { name: 'service', script: serviceEntry, args: [], path: '/api/v1/health', samples: [] },
+    // Portkey takes its port as an argument and answers its root path.
+    { name: 'portkey', script: portkey.script, args: (port) => [`--port=${port}`], path: '/', samples: [] },
+  ]
+  for (let round = 0; round < config.startupRounds; round++) {
+    for (const target of round % 2 === 0 ? targets : [...targets].reverse()) {
+      const port = await freePort()
+      const started = performance.now()
+      const args = typeof target.args === 'function' ? target.args(port) : target.args
+      const child = spawn(process.execPath, [target.script, ...args], { env: { ...process.env, ...serviceEnv(port, 'http://127.0.0.1:9') }, stdio: 'ignore' })
+      let sample
+      while (sample === undefined) {
+        try {
+          const response = await fetch(`http://127.0.0.1:${port}${target.path}`)
+          await response.arrayBuffer()
+          if (response.status === 200) sample = { ms: performance.now() - started, cpuMs: cpuSeconds(child.pid) * 1000 }
+        } catch {}
+        if (sample === undefined) await sleep(5)
+        if (performance.now() - started > 30_000) throw new Error(`startup: ${target.name} did not answer in 30 s`)
+      }
+      await sleep(1000)
+      target.samples.push({ ...sample, rssMb: memory(child.pid).rss / 1048576 })
+      child.kill('SIGTERM')
+      await once(child, 'exit')
+    }
+  }
+  const median = (values) => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)]
+  const summary = (target) => ({
+    starts: target.samples.length,
+    ms: median(target.samples.map((s) => s.ms)),
+    cpuMs: median(target.samples.map((s) => s.cpuMs)),
+    rssMb: median(target.samples.map((s) => s.rssMb)),
+  })
+  return { service: summary(targets[0]), portkey: { ...summary(targets[1]), version: portkey.version } }
+}
+
 async function main () {
   const results = {
     startedAt: new Date().toISOString(),
@@ -474,6 +538,7 @@ async function main () {
     machine: { node: process.version, cpus: cpus().length, cpuModel: cpus()[0]?.model, clkTck: CLK_TCK },
   }
   log(`bench: ${quick ? 'quick' : 'full'} run, load generator ${config.loadgen}, node ${process.version}, ${cpus().length} CPUs`)
+  if (config.only.includes('startup')) results.startup = await startupScenario()
 
   for (const [index, delayMs] of config.tokenDelays.entries()) {
     const fake = await startFake(delayMs)

@@ -164,6 +164,17 @@ export function evaluate (results) {
     }
   }
 
+  const startup = results.startup
+  if (startup?.service && startup?.portkey) {
+    const { service: s, portkey: p } = startup
+    const time = { scenario: 'startup (process spawned → first health 200)', metric: `ms, median of ${s.starts} (CPU ms)`, service: `${fmt(s.ms)} (${fmt(s.cpuMs)})`, reference: `${fmt(p.ms)} (${fmt(p.cpuMs)}) (Portkey gateway ${p.version})`, ratio: ratio(s.ms, p.ms) }
+    judge(time, 'time to the first /health 200 ≤ the Portkey gateway\'s', time.ratio, '≤ 1.0', time.ratio <= 1)
+    rows.push(time)
+    const rss = { scenario: 'idle (1 s after the first health 200)', metric: 'RSS MB', service: fmt(s.rssMb), reference: `${fmt(p.rssMb)} (Portkey gateway)`, ratio: ratio(s.rssMb, p.rssMb) }
+    judge(rss, 'idle RSS ≤ the Portkey gateway\'s', rss.ratio, '≤ 1.0', rss.ratio <= 1)
+    rows.push(rss)
+  }
+
   const soak = results.soak
   if (soak) {
     const r = {
