@@ -57,10 +57,16 @@ function watchFirstCall (run: PreparedRun): Promise<void> {
 }
 
 /**
- * A sink that holds the run's payloads until the stream is opened (its first model call admitted), then
- * passes them on; `signal` aborts when the client leaves before that, or when the opened sink's signal does.
+ * A run's sink before its stream exists. Payloads wait, in order, until `open(target)` is called (a stream opened
+ * once the first model call was admitted) or, with `openOnFirstPayload`, until the run's first payload or its
+ * end opens it then. The client leaving before it aborts the run (`signal`); after it, the target's signal does.
+ * With `keepEarlyError`, a run's error before anything was sent is kept (`failure`) for the route to answer as a
+ * plain HTTP error; `beforeEnd` is awaited before the payloads that end the stream.
  */
-function heldSink (request: FastifyRequest, reply: FastifyReply) {
+function deferredSink (
+  request: FastifyRequest, reply: FastifyReply,
+  options: { openOnFirstPayload?: () => EventSink, keepEarlyError?: boolean, beforeEnd?: () => Promise<void> } = {}
+) {
   const controller = new AbortController()
   const early = disconnectSignal(request, reply)
   const onEarlyAbort = (): void => { controller.abort(early.reason) }
@@ -69,40 +75,67 @@ function heldSink (request: FastifyRequest, reply: FastifyReply) {
   const held: string[] = []
   let ending: readonly string[] | undefined
   let closed = false
+  let failure: { error: unknown } | undefined
+
+  const follow = (opened: EventSink): void => {
+    early.removeEventListener('abort', onEarlyAbort)
+    if (opened.signal.aborted) controller.abort(opened.signal.reason)
+    else opened.signal.addEventListener('abort', () => { controller.abort(opened.signal.reason) }, { once: true })
+  }
+  /** The target, opened now by the first payload when this sink opens itself (nothing is held then). */
+  const current = (): EventSink | undefined => {
+    if (target === undefined && options.openOnFirstPayload !== undefined) {
+      target = options.openOnFirstPayload()
+      follow(target)
+    }
+    return target
+  }
   const sink: EventSink = {
     get logAfterResponse () { return target?.logAfterResponse ?? true },
     signal: controller.signal,
     send: (payload) => {
-      if (target !== undefined) return target.send(payload)
+      const opened = current()
+      if (opened !== undefined) return opened.send(payload)
       held.push(payload)
       return undefined
     },
     end: async (payloads) => {
-      if (target !== undefined) {
-        await target.end(payloads)
-        return
-      }
-      ending = payloads
+      await options.beforeEnd?.()
+      const opened = current()
+      if (opened !== undefined) await opened.end(payloads)
+      else ending = payloads
     },
     abortMessage: () => target?.abortMessage(),
     close: () => {
       closed = true
+      early.removeEventListener('abort', onEarlyAbort)
       target?.close()
     },
+    ...(options.keepEarlyError === true
+      ? {
+          takeError: (error: unknown) => {
+            if (target !== undefined) return false
+            failure = { error }
+            return true
+          },
+        }
+      : {}),
   }
   return {
     sink,
     /** Opens the real sink and hands it what was held (the ending too, when the run is over). */
     async open (opened: EventSink): Promise<void> {
-      early.removeEventListener('abort', onEarlyAbort)
-      if (opened.signal.aborted) controller.abort(opened.signal.reason)
-      else opened.signal.addEventListener('abort', () => { controller.abort(opened.signal.reason) }, { once: true })
+      follow(opened)
       // In order: what the run sends meanwhile is held too, until nothing is left.
       while (held.length > 0) await opened.send(held.shift() as string)
       target = opened
       if (ending !== undefined) await opened.end(ending)
       if (closed) opened.close()
     },
+    /** Whether the stream opened. */
+    started: () => target !== undefined,
+    /** The run's error when it failed before anything was sent (`keepEarlyError`). */
+    failure: () => failure,
   }
 }
 
@@ -132,53 +165,6 @@ function clientSink (sse: SseWriter): EventSink {
     end: async (payloads) => { for (const payload of payloads) await sse.send(payload) },
     // A client that left reads nothing more.
     abortMessage: () => undefined,
-  }
-}
-
-/**
- * The sink of a stream that sends nothing, headers included, until its first payload (the model's first
- * output, or the run's end): the SSE response opens then. An error before it is kept (`error`) for the
- * route to answer as a plain HTTP error; the client leaving before it aborts the run as usual.
- */
-function lazySseSink (request: FastifyRequest, reply: FastifyReply, open: () => SseWriter, beforeEnd?: () => Promise<void>) {
-  const controller = new AbortController()
-  const left = disconnectSignal(request, reply)
-  const onLeft = () => { controller.abort(left.reason) }
-  left.addEventListener('abort', onLeft, { once: true })
-  let sse: SseWriter | undefined
-  const opened = (): SseWriter => {
-    if (sse === undefined) {
-      left.removeEventListener('abort', onLeft)
-      sse = open()
-      if (sse.signal.aborted) controller.abort(sse.signal.reason)
-      else sse.signal.addEventListener('abort', () => { controller.abort(sse?.signal.reason) }, { once: true })
-    }
-    return sse
-  }
-  let failure: { error: unknown } | undefined
-  const sink: EventSink = {
-    logAfterResponse: true,
-    signal: controller.signal,
-    close: () => { left.removeEventListener('abort', onLeft); sse?.end() },
-    send: (payload) => opened().trySend(payload),
-    end: async (payloads) => {
-      await beforeEnd?.()
-      const writer = opened()
-      for (const payload of payloads) await writer.send(payload)
-    },
-    abortMessage: () => undefined,
-    takeError: (error) => {
-      if (sse !== undefined) return false
-      failure = { error }
-      return true
-    },
-  }
-  return {
-    sink,
-    /** Whether the response opened (a payload was sent). */
-    started: () => sse !== undefined,
-    /** The run's error when it failed before the response opened. */
-    failure: () => failure,
   }
 }
 
@@ -319,7 +305,11 @@ function createAgent (app: FastifyInstance) {
           formatError: (message) => format.error(message, usage.report()),
         })
         const { beforeEnd } = options
-        const deferred = lazySseSink(request, reply, open, beforeEnd === undefined ? undefined : async () => { await beforeEnd(run.state) })
+        const deferred = deferredSink(request, reply, {
+          openOnFirstPayload: () => clientSink(open()),
+          keepEarlyError: true,
+          ...(beforeEnd === undefined ? {} : { beforeEnd: async () => { await beforeEnd(run.state) } }),
+        })
         await service.stream(contextOf(request, reply, deferred.sink.signal), run, format, deferred.sink)
         const failure = deferred.failure()
         if (failure !== undefined) throw failure.error
@@ -331,7 +321,7 @@ function createAgent (app: FastifyInstance) {
       // the UI route, whose protocol ends its 200 stream with an error chunk instead.
       if (format.name !== 'ui') {
         const admitted = watchFirstCall(run)
-        const deferred = heldSink(request, reply)
+        const deferred = deferredSink(request, reply)
         const pumping = service.stream(contextOf(request, reply, deferred.sink.signal), run, format, deferred.sink)
         const first = await Promise.race([admitted.then(() => 'admitted' as const, (error: unknown) => error), pumping.then(() => 'ended' as const)])
         if (first !== 'admitted' && first !== 'ended') {
