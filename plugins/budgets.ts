@@ -69,9 +69,18 @@ export default fp(async (app) => {
   })
   const defaultLimits = limitsOf({})
 
+  // A key's subject is derived once per key entry (entries change only when the keys are loaded again).
+  const keySubjects = new WeakMap<object, BudgetSubject>()
   function subjectOf (identity: string): BudgetSubject {
     const entry = app.apiKeys.byIdentity(identity)
-    if (entry !== undefined) return { tag: `key:${entry.label}`, label: entry.label, limits: limitsOf(entry.budgets) }
+    if (entry !== undefined) {
+      let subject = keySubjects.get(entry)
+      if (subject === undefined) {
+        subject = { tag: `key:${entry.label}`, label: entry.label, limits: limitsOf(entry.budgets) }
+        keySubjects.set(entry, subject)
+      }
+      return subject
+    }
     // A client address (auth off): its store name is a hash, as the rate limits' are.
     return { tag: `ip:${hashKey(identity).slice(0, 32)}`, label: undefined, limits: defaultLimits }
   }
