@@ -48,7 +48,8 @@ for (const entry of [entryA, entryB]) {
   children.push(child)
   services.push({ entry, child, agent: streamAgent(), perToken: [], ttft: [] })
 }
-const body = JSON.stringify({ messages: [{ role: 'user', content: 'Hello' }] })
+// AB_RESUMABLE=1: resumable streams (in process, or on Redis with REDIS_URL in an entry's environment).
+const body = JSON.stringify({ messages: [{ role: 'user', content: 'Hello' }], ...(process.env.AB_RESUMABLE === '1' ? { resumable: true } : {}) })
 try {
   // Warm-up: connections opened, code optimised, the heap grown to its working size.
   for (let i = 0; i < 3; i++) {

@@ -1,7 +1,7 @@
 // The production build: server.ts and what it imports as one ESM bundle in dist/bundle (README "Startup").
 // Node then reads a few large files instead of resolving and compiling about 2,000 modules: the first /health
 // answers in about half the time, with less memory. Dynamic imports (tracing, Redis, providers) stay chunks of
-// their own, loaded only when used. `node scripts/bundle.mjs [outdir]`; tests call bundle() into a directory.
+// their own, loaded only when used. `node scripts/bundle.mjs [outdir]` (test/bundle.test.ts bundles into its own).
 import { build } from 'esbuild'
 import { readFile, rm } from 'node:fs/promises'
 import { dirname, join, relative, sep } from 'node:path'
@@ -41,6 +41,8 @@ export async function bundle (outdir = join(root, 'dist', 'bundle')) {
     sourcemap: 'linked',
     // CommonJS dependencies call require(): the bundle gives them Node's, rooted where the bundle is.
     banner: { js: "import { createRequire as __bundleRequire } from 'node:module'; const require = __bundleRequire(import.meta.url);" },
+    // Loaded with require() on first use (lib/stores/redis-client.ts): one copy, node_modules' own, whatever imports it.
+    external: ['ioredis'],
     plugins: [packageDirname],
     logLevel: 'warning',
   })

@@ -1,10 +1,10 @@
 // The production bundle (scripts/bundle.mjs: what `npm start` and the image run) in a real process. Bundling moves
 // code away from where it was written: files found beside a module (Swagger UI's pages, the playground, package.json),
-// packages required at run time (ioredis, yaml) and chunks imported on first use (tracing, providers) must still be
-// found from the bundle's directory.
+// packages required on first use (ioredis, yaml, TypeBox's checker) and chunks imported on first use (tracing,
+// providers) must still be found from the bundle's directory.
 import { execFile, spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { readFileSync, rmSync } from 'node:fs'
+import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { promisify } from 'node:util'
 import { fileURLToPath } from 'node:url'
 import tap, { test } from 'tap'
@@ -43,6 +43,10 @@ test('the bundle serves docs, playground, JSON, streams, /v1, Redis and traces f
   // Without Redis (outside CI) the rest still runs; the skip is reported.
   const redis = await requireRedis(t)
 
+  // A YAML models file: the YAML parser and TypeBox's checker are required on first use.
+  const modelsFile = `${outdir}/models.yaml`
+  writeFileSync(modelsFile, `default: main\nmodels:\n  - name: main\n    provider: anthropic\n    model: claude-sonnet-5-5\n    base_url: ${fake.url}\n`)
+
   const child = spawn(process.execPath, [`${outdir}/server.js`], {
     cwd: fileURLToPath(root),
     env: {
@@ -51,6 +55,7 @@ test('the bundle serves docs, playground, JSON, streams, /v1, Redis and traces f
       HOST: '127.0.0.1',
       PORT: '0',
       API_KEYS: 'bundle-key',
+      MODELS_FILE: modelsFile,
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.base,
       OTEL_BSP_SCHEDULE_DELAY: '20',
       ...(redis === null ? {} : { REDIS_URL: redis.url, REDIS_PREFIX: redis.prefix }),
@@ -90,7 +95,7 @@ test('the bundle serves docs, playground, JSON, streams, /v1, Redis and traces f
   fake.enqueue({ kind: 'text', text: 'Bundled hello.' })
   const chat = await fetch(`${base}/api/v1/chat`, { method: 'POST', headers: auth, body: JSON.stringify({ messages: [{ role: 'user', content: 'Hi' }] }) })
   t.equal(chat.status, 200)
-  t.match(await chat.json(), { content: 'Bundled hello.' }, 'JSON chat through the Anthropic SDK')
+  t.match(await chat.json(), { content: 'Bundled hello.', model: 'main' }, 'JSON chat through the Anthropic SDK, on the models file\'s model')
 
   fake.enqueue({ kind: 'text', text: 'Streamed from the bundle.' })
   const stream = await fetch(`${base}/api/v1/chat/stream`, { method: 'POST', headers: auth, body: JSON.stringify({ messages: [{ role: 'user', content: 'Hi' }] }) })
@@ -101,7 +106,7 @@ test('the bundle serves docs, playground, JSON, streams, /v1, Redis and traces f
 
   fake.enqueue({ kind: 'text', text: 'OpenAI dialect.' })
   const completion = await fetch(`${base}/v1/chat/completions`, {
-    method: 'POST', headers: auth, body: JSON.stringify({ model: 'claude-sonnet-5-5', messages: [{ role: 'user', content: 'Hi' }] }),
+    method: 'POST', headers: auth, body: JSON.stringify({ model: 'main', messages: [{ role: 'user', content: 'Hi' }] }),
   })
   t.equal(completion.status, 200)
   t.match(await completion.json(), { object: 'chat.completion', choices: [{ message: { content: 'OpenAI dialect.' } }] }, '/v1')

@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import calculateSlot from 'cluster-key-slot'
-import { Cluster } from 'ioredis'
+import type { Cluster } from 'ioredis'
 import { BlockingStreamReader, type StreamFollower } from '../redis/blocking-reader.js'
 import { hashKey, transientRunner, uniqueNonce, type RedisConnection, type RedisLogger, type TransientRetryOptions } from '../redis-client.js'
 import {
@@ -112,7 +112,8 @@ export function createRedisStreamLog (redis: RedisConnection, options: RedisStre
   const leaseMs = options.leaseMs ?? 10_000
   const flushMs = options.flushMs ?? 100
   const blockMs = Math.min(options.blockMs ?? 5000, leaseMs)
-  const cluster = redis instanceof Cluster ? redis : undefined
+  // ioredis's own flag, not `instanceof`: the driver is loaded on first use (redis-client.ts), never imported here.
+  const cluster = redis.isCluster ? redis as Cluster : undefined
   const perShard = cluster !== undefined || options.readerPerShard === true
   const token = randomUUID()
   const logger = options.logger
