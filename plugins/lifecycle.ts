@@ -82,7 +82,8 @@ export default fp(async (app) => {
     lifecycle.inFlight++
     const res = reply.raw as TrackedResponse
     res[kReply] = reply
-    res.once('close', closed)
+    // `on`, not `once`: 'close' is emitted once, `closed` ignores a second call, and no wrapper is made per request.
+    res.on('close', closed)
     done()
   })
 }, { name: 'lifecycle', fastify: '5.x' })

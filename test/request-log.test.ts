@@ -29,6 +29,24 @@ test('one JSON log line per request with method, path, status, duration, client 
   t.match(line['time'], /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
 })
 
+test('each line\'s time is the clock when it was written (made once per millisecond, never held longer)', async (t) => {
+  const { app, logs } = await buildTestApp(t)
+  const timeOf = async (id: string): Promise<{ logged: number, before: number, after: number }> => {
+    const before = Date.now()
+    await app.inject({ method: 'GET', url: '/api/v1/health', headers: { 'x-request-id': id } })
+    const after = Date.now()
+    const line = logs.lines.find((candidate) => candidate['reqId'] === id) ?? {}
+    return { logged: Date.parse(line['time'] as string), before, after }
+  }
+  const first = await timeOf('time-1')
+  t.ok(first.logged >= first.before && first.logged <= first.after, 'within the request')
+  // The next millisecond at least: a cached field must not outlive its millisecond.
+  while (Date.now() <= first.after) await new Promise((resolve) => setImmediate(resolve))
+  const second = await timeOf('time-2')
+  t.ok(second.logged >= second.before && second.logged <= second.after, 'within the later request')
+  t.ok(second.logged > first.logged, 'a later line, a later time')
+})
+
 test('Authorization and X-API-Key never reach the logs', async (t) => {
   const { app, logs } = await buildTestApp(t, { LOG_LEVEL: 'trace' })
   app.log.info({ headers: { authorization: 'Bearer sk-secret-1', 'x-api-key': 'sk-secret-2' } }, 'headers')
