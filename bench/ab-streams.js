@@ -4,7 +4,7 @@
 // that background load falls on both alike. A helper for optimisation work; `npm run bench` is the benchmark.
 import { startChild, freePort, startMeter } from './lib/proc.js'
 import { BENCH_API_KEY, serviceEnv } from './lib/service-env.js'
-import { burst, streamAgent, summarizeStreams } from './lib/streams.js'
+import { burst, median, streamAgent, summarizeStreams } from './lib/streams.js'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -73,7 +73,6 @@ try {
       s.ttft.push(summary.ttftP50)
     }
   }
-  const median = (values) => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)]
   for (const s of services) {
     console.log(`${s.entry}: CPU µs/token median ${median(s.perToken).toFixed(2)} [${s.perToken.map((v) => v.toFixed(1)).join(', ')}], TTFT p50 median ${median(s.ttft).toFixed(1)} ms`)
   }

@@ -1,16 +1,14 @@
 // `npm run bench`: the service (built JavaScript, every plugin on) against a bare Fastify route, a naive
 // SDK proxy and the fake upstream itself; JSON load, concurrent streams, a soak. See bench/README.md.
-import { spawn } from 'node:child_process'
-import { once } from 'node:events'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { cpus } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { chooseLoadgen, runLoad } from './lib/loadgen.js'
-import { CLK_TCK, cpuSeconds, freePort, memory, startChild, startForeignMeter, startMeter } from './lib/proc.js'
+import { CLK_TCK, freePort, measureStartup, memory, startChild, startForeignMeter, startMeter } from './lib/proc.js'
 import { evaluate, markdownTable } from './lib/report.js'
 import { BENCH_API_KEY, BENCH_UPSTREAM_KEY, serviceEnv } from './lib/service-env.js'
-import { burst, openStream, streamAgent, summarizeStreams } from './lib/streams.js'
+import { burst, median, openStream, streamAgent, summarizeStreams } from './lib/streams.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const root = join(here, '..')
@@ -485,7 +483,7 @@ function portkeyEntry () {
 
 /**
  * Startup and idle memory: the service (the bench's settings, Anthropic provider) and the Portkey gateway spawned in
- * turn, timed to their first health 200 (polled every 5 ms), CPU used until then, RSS one second later.
+ * turn, each measured by measureStartup (time to the first health 200, CPU until then, RSS one second later).
  */
 async function startupScenario () {
   const portkey = portkeyEntry()
@@ -495,33 +493,17 @@ async function startupScenario () {
   }
   log(`startup: the service vs the Portkey gateway ${portkey.version}, ${config.startupRounds} starts each, alternating`)
   const targets = [
-    { name: 'service', script: serviceEntry, args: [], path: '/api/v1/health', samples: [] },
+    { script: serviceEntry, args: () => [], path: '/api/v1/health', samples: [] },
     // Portkey takes its port as an argument and answers its root path.
-    { name: 'portkey', script: portkey.script, args: (port) => [`--port=${port}`], path: '/', samples: [] },
+    { script: portkey.script, args: (port) => [`--port=${port}`], path: '/', samples: [] },
   ]
   for (let round = 0; round < config.startupRounds; round++) {
     for (const target of round % 2 === 0 ? targets : [...targets].reverse()) {
       const port = await freePort()
-      const started = performance.now()
-      const args = typeof target.args === 'function' ? target.args(port) : target.args
-      const child = spawn(process.execPath, [target.script, ...args], { env: { ...process.env, ...serviceEnv(port, 'http://127.0.0.1:9') }, stdio: 'ignore' })
-      let sample
-      while (sample === undefined) {
-        try {
-          const response = await fetch(`http://127.0.0.1:${port}${target.path}`)
-          await response.arrayBuffer()
-          if (response.status === 200) sample = { ms: performance.now() - started, cpuMs: cpuSeconds(child.pid) * 1000 }
-        } catch {}
-        if (sample === undefined) await sleep(5)
-        if (performance.now() - started > 30_000) throw new Error(`startup: ${target.name} did not answer in 30 s`)
-      }
-      await sleep(1000)
-      target.samples.push({ ...sample, rssMb: memory(child.pid).rss / 1048576 })
-      child.kill('SIGTERM')
-      await once(child, 'exit')
+      const env = { ...process.env, ...serviceEnv(port, 'http://127.0.0.1:9') }
+      target.samples.push(await measureStartup({ script: target.script, args: target.args(port), port, path: target.path, env }))
     }
   }
-  const median = (values) => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)]
   const summary = (target) => ({
     starts: target.samples.length,
     ms: median(target.samples.map((s) => s.ms)),

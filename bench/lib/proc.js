@@ -147,6 +147,37 @@ export function startForeignMeter (ourPids) {
   }
 }
 
+/**
+ * Spawns `node script ...args` with `env`, polls `GET path` on `port` every 5 ms until it answers 200, then reads
+ * the CPU the process used until then and its RSS one second later, and stops it (the startup rows and ab-startup).
+ * @param {{ script: string, args?: string[], port: number, path: string, env: Record<string, string | undefined> }} options
+ * @returns {Promise<{ ms: number, cpuMs: number, rssMb: number }>}
+ */
+export async function measureStartup ({ script, args = [], port, path, env }) {
+  const started = performance.now()
+  const child = spawn(process.execPath, [script, ...args], { env, stdio: 'ignore' })
+  const pid = /** @type {number} */ (child.pid)
+  try {
+    for (;;) {
+      try {
+        const response = await fetch(`http://127.0.0.1:${port}${path}`)
+        await response.arrayBuffer()
+        if (response.status === 200) break
+      } catch {}
+      if (performance.now() - started > 30_000) throw new Error(`${script} did not answer ${path} in 30 s`)
+      await new Promise((resolve) => setTimeout(resolve, 5))
+    }
+    const ms = performance.now() - started
+    const cpuMs = cpuSeconds(pid) * 1000
+    await new Promise((resolve) => setTimeout(resolve, 1000))
+    return { ms, cpuMs, rssMb: memory(pid).rss / 1048576 }
+  } finally {
+    const exited = once(child, 'exit')
+    child.kill('SIGTERM')
+    await exited
+  }
+}
+
 /** A free TCP port on 127.0.0.1 (closed again, so there is a small race; fine for a bench). */
 export async function freePort () {
   const server = createServer()

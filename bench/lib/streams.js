@@ -150,6 +150,14 @@ export function percentile (values, p) {
 }
 
 /**
+ * The median of `values` (nearest rank, as {@link percentile}); they need not be sorted. NaN when empty.
+ * @param {number[]} values
+ */
+export function median (values) {
+  return percentile([...values].sort((a, b) => a - b), 50)
+}
+
+/**
  * Summary of a burst: completion, TTFT percentiles, token rate.
  * @param {StreamOutcome[]} outcomes
  * @param {number} wallMs

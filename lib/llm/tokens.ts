@@ -38,6 +38,11 @@ export function estimateTurnTokens (turn: ChatTurn): number {
     if (block.type === 'image') images++
     else chars += blockChars(block)
   }
+  return turnTokens(chars, images)
+}
+
+/** Estimated tokens of a turn of `chars` characters of text and `images` images. */
+function turnTokens (chars: number, images = 0): number {
   return TURN_TOKEN_OVERHEAD + charTokens(chars) + images * IMAGE_TOKEN_ESTIMATE
 }
 
@@ -63,8 +68,8 @@ export function cutCallUsage (
   if (reported !== undefined) return { usage: reported, source: 'partial' }
   if (writtenChars === 0) return undefined
   return {
-    // An assistant turn of that text, as estimateTurnTokens counts one: only its length matters, so none is kept.
-    usage: { input_tokens: estimateTokens(messages), output_tokens: TURN_TOKEN_OVERHEAD + charTokens(writtenChars) },
+    // An assistant turn of that text: only its length matters, so none is kept.
+    usage: { input_tokens: estimateTokens(messages), output_tokens: turnTokens(writtenChars) },
     source: 'estimated',
   }
 }
