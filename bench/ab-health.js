@@ -1,11 +1,12 @@
 // `node bench/ab-health.js <entryA> <entryB> [seconds] [rounds]`: server CPU per GET /api/v1/health of two builds
-// of the service and of bare Fastify (bench/servers/hello.js), in alternating rounds, so that background load
-// falls on all three alike. A helper for optimisation work; `npm run bench` is the benchmark.
+// of the service and of bare Fastify with its request log on (bench/servers/hello.js, HELLO_LOG=1: the health
+// budget's reference), in alternating rounds, so that background load falls on all three alike. A helper for optimisation work; `npm run bench` is the benchmark.
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { freePort, startChild, startMeter } from './lib/proc.js'
 import { runLoad } from './lib/loadgen.js'
 import { BENCH_API_KEY, serviceEnv } from './lib/service-env.js'
+import { median } from './lib/streams.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const [entryA, entryB, secondsArg = '4', roundsArg = '4'] = process.argv.slice(2)
@@ -18,8 +19,8 @@ try {
   for (const [name, script, service] of [['bare', join(here, 'servers/hello.js'), false], ['A', entryA, true], ['B', entryB, true]]) {
     const port = service ? await freePort() : 0
     // No upstream: /health never calls one.
-    const env = service ? serviceEnv(port, 'http://127.0.0.1:9') : {}
-    const child = await startChild(service ? { name, script, port, healthPath: '/api/v1/health', env } : { name, script })
+    const env = service ? serviceEnv(port, 'http://127.0.0.1:9') : { HELLO_LOG: '1' }
+    const child = await startChild(service ? { name, script, port, healthPath: '/api/v1/health', env } : { name, script, env })
     targets.push({ name, child, perReq: [], rps: [] })
   }
   const headers = { authorization: `Bearer ${BENCH_API_KEY}` }
@@ -33,7 +34,6 @@ try {
       t.rps.push(result.rps)
     }
   }
-  const median = (values) => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)]
   for (const t of targets) {
     console.log(`${t.name}: CPU µs/req median ${median(t.perReq).toFixed(1)} [${t.perReq.map((v) => v.toFixed(1)).join(', ')}], req/s median ${median(t.rps).toFixed(0)}`)
   }

@@ -15,10 +15,13 @@ export const EXPOSED_HEADERS = [
 export default fp(async (app) => {
   const { corsOrigins, corsAnyOrigin } = app.config
   await app.register(cors, {
-    origin: corsAnyOrigin ? '*' : corsOrigins,
+    // With an origin list, a request that names no Origin is not a CORS request (a browser always sends one across
+    // origins): it gets no CORS headers but `Vary: Origin`, instead of ~300 bytes no client reads on every answer.
+    origin: corsAnyOrigin ? '*' : (origin, done) => { done(null, origin === undefined ? false : corsOrigins) },
     credentials: !corsAnyOrigin,
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
-    exposedHeaders: EXPOSED_HEADERS,
+    // One string, not a list the plugin joins again on every response.
+    exposedHeaders: EXPOSED_HEADERS.join(', '),
     maxAge: 600,
   })
 }, { name: 'cors', dependencies: ['config'], fastify: '5.x' })

@@ -33,3 +33,28 @@ test('wildcard origin for development: any origin, no credentials', async (t) =>
   t.equal(res.headers['access-control-allow-origin'], '*')
   t.equal(res.headers['access-control-allow-credentials'], undefined)
 })
+
+test('a request naming no Origin is not a CORS request: no CORS headers, Vary: Origin still set', async (t) => {
+  const { app } = await buildTestApp(t)
+  const plain = await app.inject({ method: 'GET', url: '/health' })
+  t.equal(plain.statusCode, 200)
+  for (const name of ['access-control-allow-origin', 'access-control-allow-credentials', 'access-control-expose-headers']) {
+    t.equal(plain.headers[name], undefined, `no ${name}`)
+  }
+  t.match(plain.headers['vary'], /Origin/, 'a cache keeps the answers with and without Origin apart')
+  const cross = await app.inject({ method: 'GET', url: '/health', headers: { origin: 'http://localhost:3000' } })
+  t.equal(cross.headers['access-control-allow-origin'], 'http://localhost:3000')
+  t.equal(cross.headers['access-control-allow-credentials'], 'true')
+  t.equal(cross.headers['access-control-expose-headers'].split(', ')[0], 'X-Request-Id')
+  t.match(cross.headers['vary'], /Origin/)
+  const preflightWithoutOrigin = await app.inject({ method: 'OPTIONS', url: '/api/v1/chat', headers: { 'access-control-request-method': 'POST' } })
+  t.ok(preflightWithoutOrigin.statusCode >= 400 && preflightWithoutOrigin.statusCode < 500, `a preflight without Origin is refused (${preflightWithoutOrigin.statusCode})`)
+  t.equal(preflightWithoutOrigin.headers['access-control-allow-methods'], undefined)
+})
+
+test('wildcard origin answers requests with and without Origin alike', async (t) => {
+  const { app } = await buildTestApp(t, { CORS_ORIGINS: '*' })
+  const plain = await app.inject({ method: 'GET', url: '/health' })
+  t.equal(plain.headers['access-control-allow-origin'], '*')
+  t.match(plain.headers['access-control-expose-headers'], /X-Stream-Id/)
+})
