@@ -28,10 +28,12 @@ export function streamStoreDown (error: unknown): never {
 /**
  * Writes `entries` to `sse` with their ids, waiting for the client only when it does not keep up; stops
  * when the client leaves (the run is not touched) and ends the response after the terminal event.
+ * `seen.terminal` tells whether the terminal event went by (a reader that stops before it has left).
  */
-export async function pipeEntries (entries: AsyncIterable<StreamEntry>, sse: SseWriter): Promise<void> {
+export async function pipeEntries (entries: AsyncIterable<StreamEntry>, sse: SseWriter, seen = { terminal: false }): Promise<void> {
   try {
     for await (const entry of entries) {
+      if (entry.terminal) seen.terminal = true
       const drained = sse.trySend(entry.payload, entry.id)
       if (drained !== undefined) await drained
       if (sse.closed) return
@@ -56,14 +58,6 @@ export interface OpenedStream {
 
 /** How often this process refreshes the leases of its detached runs (a third of their 30 s lease, lib/stores/detached-runs.ts). */
 const DETACHED_REFRESH_MS = 10_000
-
-/** Yields `entries`, telling `onTerminal` when the terminal one went by (so a reader that stops before it has left). */
-async function * watchTerminal (entries: AsyncIterable<StreamEntry>, seen: { terminal: boolean }): AsyncGenerator<StreamEntry> {
-  for await (const entry of entries) {
-    if (entry.terminal) seen.terminal = true
-    yield entry
-  }
-}
 
 function createResumable (app: FastifyInstance) {
   const runs = new Set<AbortController>()
@@ -110,7 +104,7 @@ function createResumable (app: FastifyInstance) {
     await app.stores.detachedRuns.attach(owner, id).catch((error: unknown) => { app.log.warn({ err: error }, 'detached run attach failed') })
     const seen = { terminal: false }
     try {
-      await pipeEntries(watchTerminal(entries, seen), sse)
+      await pipeEntries(entries, sse, seen)
     } finally {
       if (run !== undefined) run.readers--
       if (!seen.terminal && !app.lifecycle.draining) {

@@ -48,7 +48,7 @@ export interface StreamProducer {
    * The events after `after` then the live ones to the terminal event, from this process's memory:
    * what the original connection follows (it works while a Redis backend is down). Stops when `signal` aborts.
    */
-  follow (after: number, signal?: AbortSignal): AsyncGenerator<StreamEntry, void, undefined>
+  follow (after: number, signal?: AbortSignal): AsyncIterableIterator<StreamEntry>
 }
 
 /** Outcome of {@link StreamLog.cancel}. */
@@ -110,46 +110,129 @@ export class EventBuffer {
   /** Wakes every waiting reader (new events, or a check they must make). */
   wake (): void {
     if (this.#waiters.size === 0) return
+    // A woken reader may wait again at once: it joins the next set, not the one being called.
     const waiters = this.#waiters
     this.#waiters = new Set()
     for (const waiter of waiters) waiter()
   }
 
+  /** `waiter` is called at the next {@link wake}, once. */
+  addWaiter (waiter: () => void): void {
+    this.#waiters.add(waiter)
+  }
+
+  removeWaiter (waiter: () => void): void {
+    this.#waiters.delete(waiter)
+  }
+
   /**
-   * Yields the events after `after`, then new ones as they come, to the terminal event. `onIdle` runs
+   * The events after `after`, then new ones as they come, to the terminal event. `onIdle` runs
    * whenever no event came for `idleMs` (lease checks); it may push the terminal event itself.
-   * One abort listener per reader, not one per wait: a live follower waits once per event.
    */
-  async * read (after: number, signal?: AbortSignal, idle?: { ms: number, check: () => void }): AsyncGenerator<StreamEntry, void, undefined> {
-    let next = after
-    let wakeUp: (() => void) | undefined
-    const wakeReader = (): void => { wakeUp?.() }
-    signal?.addEventListener('abort', wakeReader, { once: true })
-    // One idle timer per reader, restarted at each wait.
-    let idleTimer: NodeJS.Timeout | undefined
-    try {
-      while (signal?.aborted !== true) {
-        while (next < this.entries.length) {
-          const entry = this.entries[next++] as StreamEntry
-          yield entry
-          if (entry.terminal) return
-        }
-        if (this.finished) return
-        await new Promise<void>((resolve) => {
-          wakeUp = resolve
-          this.#waiters.add(resolve)
-          if (idle === undefined) return
-          if (idleTimer === undefined) idleTimer = setTimeout(wakeReader, idle.ms)
-          else idleTimer.refresh()
-        })
-        this.#waiters.delete(wakeUp as () => void)
-        wakeUp = undefined
-        if (idle !== undefined && next >= this.entries.length) idle.check()
-      }
-    } finally {
-      clearTimeout(idleTimer)
-      signal?.removeEventListener('abort', wakeReader)
+  read (after: number, signal?: AbortSignal, idle?: IdleCheck): AsyncIterableIterator<StreamEntry> {
+    return new BufferReader(this, after, signal, idle)
+  }
+}
+
+/** What a reader does when no event came for `ms` (a lease check); `check` may push the terminal event. */
+export interface IdleCheck { ms: number, check: () => void }
+
+const READ_DONE: IteratorReturnResult<undefined> = Object.freeze({ value: undefined, done: true })
+
+/**
+ * One reader of an {@link EventBuffer}. Not an async generator: a pushed event settles the waiting `next()`
+ * from within `push`, so a live follower (the original connection of every resumable stream) costs one promise
+ * per event rather than a generator's chain of them. One abort listener and one idle timer per reader.
+ */
+class BufferReader implements AsyncIterableIterator<StreamEntry> {
+  readonly #buffer: EventBuffer
+  readonly #signal: AbortSignal | undefined
+  readonly #idle: IdleCheck | undefined
+  #position: number
+  #ended = false
+  /** The `next()` waiting for an event. */
+  #waiting: ((result: IteratorResult<StreamEntry>) => void) | undefined
+  #idleTimer: NodeJS.Timeout | undefined
+  /** Bound once: the buffer's waiter, the abort listener and the idle timer's callback. */
+  readonly #wake = (): void => { this.#resume() }
+
+  constructor (buffer: EventBuffer, after: number, signal: AbortSignal | undefined, idle: IdleCheck | undefined) {
+    this.#buffer = buffer
+    this.#position = after
+    this.#signal = signal
+    this.#idle = idle
+    signal?.addEventListener('abort', this.#wake, { once: true })
+  }
+
+  [Symbol.asyncIterator] (): this {
+    return this
+  }
+
+  next (): Promise<IteratorResult<StreamEntry>> {
+    const ready = this.#poll()
+    if (ready !== undefined) return Promise.resolve(ready)
+    return new Promise((resolve) => {
+      this.#waiting = resolve
+      this.#sleep()
+    })
+  }
+
+  /** The consumer stopped early (a `for await` left by `break`, `return` or a throw). */
+  async return (): Promise<IteratorResult<StreamEntry>> {
+    this.#end()
+    return READ_DONE
+  }
+
+  /** The next result when one is ready (an event, or the end), else undefined. */
+  #poll (): IteratorResult<StreamEntry> | undefined {
+    if (this.#ended) return READ_DONE
+    if (this.#signal?.aborted === true) {
+      this.#end()
+      return READ_DONE
     }
+    const { entries } = this.#buffer
+    if (this.#position < entries.length) {
+      const entry = entries[this.#position++] as StreamEntry
+      if (entry.terminal) this.#end()
+      return { value: entry, done: false }
+    }
+    if (this.#buffer.finished) {
+      this.#end()
+      return READ_DONE
+    }
+    return undefined
+  }
+
+  #sleep (): void {
+    this.#buffer.addWaiter(this.#wake)
+    if (this.#idle === undefined) return
+    // One timer per reader, restarted at each wait.
+    if (this.#idleTimer === undefined) this.#idleTimer = setTimeout(this.#wake, this.#idle.ms)
+    else this.#idleTimer.refresh()
+  }
+
+  /** A push, a wake, the abort or the idle timer: settles the waiting `next()` if it can, else waits again. */
+  #resume (): void {
+    const settle = this.#waiting
+    if (settle === undefined) return
+    this.#buffer.removeWaiter(this.#wake)
+    // Nothing new: the check may end the stream (its push finds this reader no longer waiting on the buffer).
+    if (this.#idle !== undefined && !this.#ended && this.#position >= this.#buffer.entries.length) this.#idle.check()
+    const ready = this.#poll()
+    if (ready === undefined) {
+      this.#sleep()
+      return
+    }
+    this.#waiting = undefined
+    settle(ready)
+  }
+
+  #end (): void {
+    if (this.#ended) return
+    this.#ended = true
+    clearTimeout(this.#idleTimer)
+    this.#signal?.removeEventListener('abort', this.#wake)
+    this.#buffer.removeWaiter(this.#wake)
   }
 }
 
