@@ -114,20 +114,79 @@ export function withLimiter (provider: LLMProvider, limiter: Limiter): LLMProvid
         return await provider.complete(request)
       }, request.signal)
     },
-    async * stream (request: ModelRequest): AsyncGenerator<ModelStreamEvent> {
-      const release = await limiter.acquire(request.signal)
-      // An aborted consumer may never resume this generator: free the slot on the abort itself.
-      request.signal?.addEventListener('abort', release, { once: true })
-      request.observer?.begin?.()
-      try {
-        yield * provider.stream(request)
-      } finally {
-        request.signal?.removeEventListener('abort', release)
-        release()
-      }
+    stream (request: ModelRequest): AsyncIterableIterator<ModelStreamEvent> {
+      return new SlottedStream(provider, limiter, request)
     },
     async close (): Promise<void> {
       await provider.close()
     },
+  }
+}
+
+const SLOTTED_DONE: IteratorReturnResult<undefined> = Object.freeze({ value: undefined, done: true })
+
+/**
+ * A provider's stream holding a limiter slot from its first read until it ends, fails, is returned early or its
+ * request's signal aborts. A class rather than an async generator around `yield*`: an event costs no extra step.
+ */
+class SlottedStream implements AsyncIterableIterator<ModelStreamEvent> {
+  #events: AsyncIterator<ModelStreamEvent> | undefined
+  #release: Release | undefined
+  #done = false
+
+  constructor (private readonly provider: LLMProvider, private readonly limiter: Limiter, private readonly request: ModelRequest) {}
+
+  [Symbol.asyncIterator] (): this {
+    return this
+  }
+
+  async next (): Promise<IteratorResult<ModelStreamEvent>> {
+    if (this.#done) return SLOTTED_DONE
+    try {
+      const events = this.#events ?? await this.#open()
+      const result = await events.next()
+      if (result.done === true) this.#finish()
+      return result
+    } catch (error) {
+      this.#finish()
+      throw error
+    }
+  }
+
+  /** The consumer stopped early: the provider's stream is returned first, then the slot is freed. */
+  async return (): Promise<IteratorResult<ModelStreamEvent>> {
+    if (this.#done) return SLOTTED_DONE
+    this.#done = true
+    try {
+      await this.#events?.return?.()
+    } finally {
+      this.#freeSlot()
+    }
+    return SLOTTED_DONE
+  }
+
+  async #open (): Promise<AsyncIterator<ModelStreamEvent>> {
+    const { request } = this
+    const release = await this.limiter.acquire(request.signal)
+    this.#release = release
+    // An aborted consumer may never read again: free the slot on the abort itself.
+    request.signal?.addEventListener('abort', release, { once: true })
+    request.observer?.begin?.()
+    const events = this.provider.stream(request)[Symbol.asyncIterator]()
+    this.#events = events
+    return events
+  }
+
+  #finish (): void {
+    this.#done = true
+    this.#freeSlot()
+  }
+
+  #freeSlot (): void {
+    const release = this.#release
+    if (release === undefined) return
+    this.#release = undefined
+    this.request.signal?.removeEventListener('abort', release)
+    release()
   }
 }

@@ -115,19 +115,68 @@ export interface StreamedAttempt {
   cancel (): void
 }
 
+/** What a finished stream's `next()` answers. */
+const STREAM_DONE: IteratorReturnResult<undefined> = Object.freeze({ value: undefined, done: true })
+
 /**
  * A streamed call's events: a new attempt (`start` sends the request) is retried only up to its first event,
- * since after that the caller has seen output; every failure goes through {@link callFailure}.
+ * since after that the caller has seen output; every failure goes through {@link callFailure}. The attempt is
+ * cancelled when the stream ends: after its last event was read, on a failure, or when the consumer stops.
  */
-export async function * retriedStream (
+export function retriedStream (
   start: () => { attempt: StreamedAttempt, opened: Promise<void> },
   request: ModelRequest, policy: RetryPolicy, options: WithRetryOptions, reporting: FailureReporting
-): AsyncGenerator<ModelStreamEvent> {
-  let attempt: StreamedAttempt
-  let event: ModelStreamEvent
-  try {
-    [attempt, event] = await withRetry(async () => {
-      const candidate = start()
+): AsyncIterableIterator<ModelStreamEvent> {
+  return new RetriedStream(start, request, policy, options, reporting)
+}
+
+/** {@link retriedStream}'s iterator: a class, not an async generator, so an event costs one promise here. */
+class RetriedStream implements AsyncIterableIterator<ModelStreamEvent> {
+  #attempt: StreamedAttempt | undefined
+  /** The whole message (the last event) went out: the next read ends the stream. */
+  #answered = false
+  #done = false
+
+  constructor (
+    private readonly start: () => { attempt: StreamedAttempt, opened: Promise<void> },
+    private readonly request: ModelRequest,
+    private readonly policy: RetryPolicy,
+    private readonly options: WithRetryOptions,
+    private readonly reporting: FailureReporting
+  ) {}
+
+  [Symbol.asyncIterator] (): this {
+    return this
+  }
+
+  async next (): Promise<IteratorResult<ModelStreamEvent>> {
+    if (this.#done) return STREAM_DONE
+    if (this.#answered) {
+      this.#finish()
+      return STREAM_DONE
+    }
+    let event: ModelStreamEvent
+    try {
+      event = this.#attempt === undefined ? await this.#open() : await this.#attempt.next()
+    } catch (error) {
+      const failure = callFailure(error, this.request, this.reporting)
+      this.#finish()
+      throw failure
+    }
+    if (event.type === 'message') this.#answered = true
+    return { value: event, done: false }
+  }
+
+  /** The consumer stopped early. */
+  async return (): Promise<IteratorResult<ModelStreamEvent>> {
+    this.#finish()
+    return STREAM_DONE
+  }
+
+  /** Attempts until one yields its first event (each failed attempt is cancelled by the retried function). */
+  async #open (): Promise<ModelStreamEvent> {
+    const [attempt, event] = await withRetry(async () => {
+      const candidate = this.start()
       try {
         await candidate.opened
         return [candidate.attempt, await candidate.attempt.next()] as const
@@ -135,19 +184,14 @@ export async function * retriedStream (
         candidate.attempt.cancel()
         throw error
       }
-    }, policy, options)
-  } catch (error) {
-    throw callFailure(error, request, reporting)
+    }, this.policy, this.options)
+    this.#attempt = attempt
+    return event
   }
-  try {
-    for (;;) {
-      yield event
-      if (event.type === 'message') return
-      event = await attempt.next()
-    }
-  } catch (error) {
-    throw callFailure(error, request, reporting)
-  } finally {
-    attempt.cancel()
+
+  #finish (): void {
+    if (this.#done) return
+    this.#done = true
+    this.#attempt?.cancel()
   }
 }

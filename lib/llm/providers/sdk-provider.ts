@@ -110,7 +110,7 @@ export function createSdkProvider<Raw> (settings: ProviderSettings, parts: SdkPr
       }
     },
 
-    stream (request: ModelRequest): AsyncGenerator<ModelStreamEvent> {
+    stream (request: ModelRequest): AsyncIterableIterator<ModelStreamEvent> {
       const send = parts.openStream(request)
       const attempts = new AttemptCounter(request.observer, request.signal)
       return retriedStream(() => {
