@@ -40,6 +40,12 @@ export interface RunOptions {
   /** Stream model calls (token events as text arrives) or make plain calls. */
   streaming: boolean
   signal?: AbortSignal | undefined
+  /**
+   * Streamed text goes here instead of a `token` event: a stream's hot path, straight to its writer rather than
+   * through each generator of the loop (the other events still come in order, as none is pending while a model
+   * call writes). A promise it returns is awaited: the writer is not keeping up.
+   */
+  onToken?: ((text: string) => Promise<void> | undefined) | undefined
 }
 
 /** The first `max` characters (code points) of `text`: a surrogate pair is never cut in half. */
@@ -90,7 +96,12 @@ async function * callModel (state: RunState, ports: RunPorts, options: RunOption
         }
         if (event.text) {
           writtenChars += event.text.length
-          yield { type: 'token', data: event.text }
+          if (options.onToken === undefined) {
+            yield { type: 'token', data: event.text }
+          } else {
+            const drained = options.onToken(event.text)
+            if (drained !== undefined) await drained
+          }
         }
       }
       if (message === undefined) throw new AgentError('The model stream ended without a message')

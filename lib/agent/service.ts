@@ -11,8 +11,9 @@ import {
   type AnswerScope, type ApprovalAnswer,
 } from './approvals.js'
 import type { StreamFormat } from './stream-format.js'
+import type { AgentEvent } from './events.js'
 import type { RunHooks, RunObserver, RunOutcome } from './hooks.js'
-import { drive, resume, resultOf, type AgentResult, type ApprovalDecision, type ToolPort } from './run.js'
+import { drive, resume, resultOf, type AgentResult, type ApprovalDecision, type RunOptions, type ToolPort } from './run.js'
 import type { RunSpec } from './spec.js'
 import { newRunState, type RunState } from './state.js'
 import { UsageTally, type PriceLookup } from './usage.js'
@@ -263,7 +264,7 @@ export function createAgentService (ports: AgentPorts) {
   })
 
   /** The run's events: a fresh run drives; a continuation resumes its paused turn with the answers. */
-  const eventsOf = (run: PreparedRun, options: { streaming: boolean, signal: AbortSignal }) => run.decisions === undefined
+  const eventsOf = (run: PreparedRun, options: RunOptions) => run.decisions === undefined
     ? drive(run.state, portsOf(run), options)
     : resume(run.state, portsOf(run), options, run.decisions)
 
@@ -303,21 +304,23 @@ export function createAgentService (ports: AgentPorts) {
   async function pump (context: RunContext, run: PreparedRun, format: StreamFormat, sink: EventSink): Promise<void> {
     let text = ''
     const usage = new UsageTally(run.state.usage)
+    const sendAll = async (payloads: readonly string[]): Promise<void> => { for (const one of payloads) await sink.send(one) }
+    // A promise only when the sink is not keeping up (no extra microtask per token otherwise).
+    const send = (event: AgentEvent): Promise<void> | undefined => {
+      const payload = format.event(event)
+      if (payload === null) return undefined
+      return typeof payload === 'string' ? sink.send(payload) : sendAll(payload)
+    }
+    // The text of model calls comes straight from the run (RunOptions.onToken), each piece as a token event.
+    const onToken = (data: string): Promise<void> | undefined => {
+      text += data
+      return send({ type: 'token', data })
+    }
     try {
-      const events = eventsOf(run, { streaming: true, signal: sink.signal })
-      let step = await events.next()
-      while (step.done !== true) {
-        const event = step.value
-        if (event.type === 'token') text += event.data
-        const payload = format.event(event)
-        if (typeof payload === 'string') {
-          // Await only when the sink is not keeping up (no extra microtask per token otherwise).
-          const drained = sink.send(payload)
-          if (drained !== undefined) await drained
-        } else if (payload !== null) {
-          for (const one of payload) await sink.send(one)
-        }
-        step = await events.next()
+      const events = eventsOf(run, { streaming: true, signal: sink.signal, onToken })
+      for (let step = await events.next(); step.done !== true; step = await events.next()) {
+        const sent = send(step.value)
+        if (sent !== undefined) await sent
       }
       await pauseForApproval(run)
       await remember(run, resultOf(run.state))

@@ -179,3 +179,23 @@ test('truncateChars counts characters, not UTF-16 code units', async (t) => {
   t.equal(truncateChars('ab\ud83d', 3), 'ab\ud83d', 'a lone surrogate counts as one')
   t.equal(TOOL_RESULT_PREVIEW_CHARS, 200)
 })
+
+test('a streamed run writes each model call\'s text between the events around it: step order kept with text sent straight from the run', async (t) => {
+  const { fake, app } = await buildFakeApp(t)
+  const base = await listen(t, app)
+  fake.enqueue(
+    { kind: 'tool_use', text: 'Let me compute.', tools: [{ name: CALC, input: { expression: '2+2' } }] },
+    { kind: 'text', text: 'It is 4, then twice that is 8.' }
+  )
+  const response = await postJson(base + '/api/v1/agent/stream', { messages: [{ role: 'user', content: 'compute' }] })
+  t.equal(response.status, 200)
+  const events = await readAgentEvents(response)
+  const shape = eventShape(events)
+  const firstCall = shape.indexOf('tool_call')
+  const result = shape.indexOf('tool_result')
+  t.ok(firstCall > 0 && shape.slice(0, firstCall).every((type) => type === 'token'), 'the first call\'s text comes before its tool call')
+  t.ok(result > firstCall && shape.slice(result + 1, -2).every((type) => type === 'token') && shape.slice(result + 1, -2).length > 0, 'the second call\'s text after the tool result')
+  t.same(shape.slice(-2), ['usage', 'done'])
+  const tokens = events.filter((e) => e.type === 'token').map((e) => e.data as string)
+  t.equal(tokens.join(''), 'Let me compute.It is 4, then twice that is 8.', 'every piece of text, in order')
+})
