@@ -1,6 +1,7 @@
 // `node bench/ab-health.js <entryA> <entryB> [seconds] [rounds]`: server CPU per GET /api/v1/health of two builds
 // of the service and of bare Fastify with its request log on (bench/servers/hello.js, HELLO_LOG=1: the health
-// budget's reference), in alternating rounds, so that background load falls on all three alike. A helper for optimisation work; `npm run bench` is the benchmark.
+// budget's reference), in alternating rounds, so that background load falls on all three alike. A helper for
+// optimisation work; `npm run bench` is the benchmark.
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { freePort, startChild, startMeter } from './lib/proc.js'

@@ -1,8 +1,8 @@
 // `node bench/ab-startup.js <entryA> [entryB ...] [rounds]`: time from spawning `node <entry>` to the first
-// GET /api/v1/health 200 (`script|/path` probes another path, e.g. a peer gateway's; the port is given both as PORT
-// and as `--port=<port>`, which the Portkey gateway reads), the CPU the process used until then (user + system,
-// steadier than wall time on a busy machine) and its RSS one second later (bench/lib/proc.js measureStartup), per
-// build in alternating rounds. A helper for optimisation work.
+// GET /api/v1/health 200 (`script|/path` probes another path, e.g. a peer gateway's), the CPU the process used until
+// then (user + system, steadier than wall time on a busy machine) and its RSS one second later (bench/lib/proc.js
+// measureStartup, which also gives the port the Portkey gateway's way), per build in alternating rounds. A helper
+// for optimisation work.
 import { freePort, measureStartup } from './lib/proc.js'
 import { serviceEnv } from './lib/service-env.js'
 import { median } from './lib/streams.js'
@@ -21,7 +21,7 @@ for (let round = 0; round < rounds; round++) {
     const [script = entry, path = '/api/v1/health'] = entry.split('|')
     // The bench's service settings, on an upstream nobody calls (startup only).
     const env = { ...process.env, ...serviceEnv(port, 'http://127.0.0.1:9') }
-    results.get(entry)?.push(await measureStartup({ script, args: [`--port=${port}`], port, path, env }))
+    results.get(entry)?.push(await measureStartup({ script, port, path, env }))
   }
 }
 for (const [entry, samples] of results) {

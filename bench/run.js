@@ -493,15 +493,15 @@ async function startupScenario () {
   }
   log(`startup: the service vs the Portkey gateway ${portkey.version}, ${config.startupRounds} starts each, alternating`)
   const targets = [
-    { script: serviceEntry, args: () => [], path: '/api/v1/health', samples: [] },
-    // Portkey takes its port as an argument and answers its root path.
-    { script: portkey.script, args: (port) => [`--port=${port}`], path: '/', samples: [] },
+    { script: serviceEntry, path: '/api/v1/health', samples: [] },
+    // Portkey answers its root path (measureStartup gives it its port as an argument).
+    { script: portkey.script, path: '/', samples: [] },
   ]
   for (let round = 0; round < config.startupRounds; round++) {
     for (const target of round % 2 === 0 ? targets : [...targets].reverse()) {
       const port = await freePort()
       const env = { ...process.env, ...serviceEnv(port, 'http://127.0.0.1:9') }
-      target.samples.push(await measureStartup({ script: target.script, args: target.args(port), port, path: target.path, env }))
+      target.samples.push(await measureStartup({ script: target.script, port, path: target.path, env }))
     }
   }
   const summary = (target) => ({

@@ -148,14 +148,15 @@ export function startForeignMeter (ourPids) {
 }
 
 /**
- * Spawns `node script ...args` with `env`, polls `GET path` on `port` every 5 ms until it answers 200, then reads
- * the CPU the process used until then and its RSS one second later, and stops it (the startup rows and ab-startup).
- * @param {{ script: string, args?: string[], port: number, path: string, env: Record<string, string | undefined> }} options
+ * Spawns `node script --port=<port>` with `env` (whose PORT names the same port: the service reads PORT, the Portkey
+ * gateway `--port`), polls `GET path` every 5 ms until it answers 200, then reads the CPU the process used until then
+ * and its RSS one second later, and stops it (the startup rows and ab-startup).
+ * @param {{ script: string, port: number, path: string, env: Record<string, string | undefined> }} options
  * @returns {Promise<{ ms: number, cpuMs: number, rssMb: number }>}
  */
-export async function measureStartup ({ script, args = [], port, path, env }) {
+export async function measureStartup ({ script, port, path, env }) {
   const started = performance.now()
-  const child = spawn(process.execPath, [script, ...args], { env, stdio: 'ignore' })
+  const child = spawn(process.execPath, [script, `--port=${port}`], { env, stdio: 'ignore' })
   const pid = /** @type {number} */ (child.pid)
   try {
     for (;;) {

@@ -1,5 +1,6 @@
 // Concurrency limit of model calls with a bounded FIFO queue (README "Limits").
 import { HttpError } from '../domain/errors.js'
+import { ITERATION_DONE } from '../domain/iteration.js'
 import { AbortError } from './abort.js'
 import type { LLMProvider, ModelRequest, ModelResponse, ModelStreamEvent } from './types.js'
 
@@ -123,8 +124,6 @@ export function withLimiter (provider: LLMProvider, limiter: Limiter): LLMProvid
   }
 }
 
-const SLOTTED_DONE: IteratorReturnResult<undefined> = Object.freeze({ value: undefined, done: true })
-
 /**
  * A provider's stream holding a limiter slot from its first read until it ends, fails, is returned early or its
  * request's signal aborts. A class rather than an async generator around `yield*`: an event costs no extra step.
@@ -141,7 +140,7 @@ class SlottedStream implements AsyncIterableIterator<ModelStreamEvent> {
   }
 
   async next (): Promise<IteratorResult<ModelStreamEvent>> {
-    if (this.#done) return SLOTTED_DONE
+    if (this.#done) return ITERATION_DONE
     try {
       const events = this.#events ?? await this.#open()
       const result = await events.next()
@@ -155,14 +154,14 @@ class SlottedStream implements AsyncIterableIterator<ModelStreamEvent> {
 
   /** The consumer stopped early: the provider's stream is returned first, then the slot is freed. */
   async return (): Promise<IteratorResult<ModelStreamEvent>> {
-    if (this.#done) return SLOTTED_DONE
+    if (this.#done) return ITERATION_DONE
     this.#done = true
     try {
       await this.#events?.return?.()
     } finally {
       this.#freeSlot()
     }
-    return SLOTTED_DONE
+    return ITERATION_DONE
   }
 
   async #open (): Promise<AsyncIterator<ModelStreamEvent>> {

@@ -1,5 +1,6 @@
 // What every provider does with upstream failures: one LLMServiceError carrying the upstream text, retry logs, streams retried before their first event.
 import { LLMServiceError } from '../domain/errors.js'
+import { ITERATION_DONE } from '../domain/iteration.js'
 import { AbortError, isAbortError } from './abort.js'
 import { retryAfterSeconds, withRetry, type RetryInfo, type RetryPolicy, type WithRetryOptions } from './retry.js'
 import type { ModelRequest, ModelStreamEvent } from './types.js'
@@ -115,9 +116,6 @@ export interface StreamedAttempt {
   cancel (): void
 }
 
-/** What a finished stream's `next()` answers. */
-const STREAM_DONE: IteratorReturnResult<undefined> = Object.freeze({ value: undefined, done: true })
-
 /**
  * A streamed call's events: a new attempt (`start` sends the request) is retried only up to its first event,
  * since after that the caller has seen output; every failure goes through {@link callFailure}. The attempt is
@@ -150,10 +148,10 @@ class RetriedStream implements AsyncIterableIterator<ModelStreamEvent> {
   }
 
   async next (): Promise<IteratorResult<ModelStreamEvent>> {
-    if (this.#done) return STREAM_DONE
+    if (this.#done) return ITERATION_DONE
     if (this.#answered) {
       this.#finish()
-      return STREAM_DONE
+      return ITERATION_DONE
     }
     let event: ModelStreamEvent
     try {
@@ -170,7 +168,7 @@ class RetriedStream implements AsyncIterableIterator<ModelStreamEvent> {
   /** The consumer stopped early. */
   async return (): Promise<IteratorResult<ModelStreamEvent>> {
     this.#finish()
-    return STREAM_DONE
+    return ITERATION_DONE
   }
 
   /** Attempts until one yields its first event (each failed attempt is cancelled by the retried function). */

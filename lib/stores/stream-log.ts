@@ -1,4 +1,5 @@
 // The resumable stream event log (README "Resumable streams"): one interface, an in-process and a Redis backend.
+import { ITERATION_DONE } from '../domain/iteration.js'
 
 /** One event of a stream as the log keeps it: `id` strictly increases within the stream (1, 2, ...). */
 export interface StreamEntry {
@@ -137,8 +138,6 @@ export class EventBuffer {
 /** What a reader does when no event came for `ms` (a lease check); `check` may push the terminal event. */
 export interface IdleCheck { ms: number, check: () => void }
 
-const READ_DONE: IteratorReturnResult<undefined> = Object.freeze({ value: undefined, done: true })
-
 /**
  * One reader of an {@link EventBuffer}. Not an async generator: a pushed event settles the waiting `next()`
  * from within `push`, so a live follower (the original connection of every resumable stream) costs one promise
@@ -180,15 +179,15 @@ class BufferReader implements AsyncIterableIterator<StreamEntry> {
   /** The consumer stopped early (a `for await` left by `break`, `return` or a throw). */
   async return (): Promise<IteratorResult<StreamEntry>> {
     this.#end()
-    return READ_DONE
+    return ITERATION_DONE
   }
 
   /** The next result when one is ready (an event, or the end), else undefined. */
   #poll (): IteratorResult<StreamEntry> | undefined {
-    if (this.#ended) return READ_DONE
+    if (this.#ended) return ITERATION_DONE
     if (this.#signal?.aborted === true) {
       this.#end()
-      return READ_DONE
+      return ITERATION_DONE
     }
     const { entries } = this.#buffer
     if (this.#position < entries.length) {
@@ -198,7 +197,7 @@ class BufferReader implements AsyncIterableIterator<StreamEntry> {
     }
     if (this.#buffer.finished) {
       this.#end()
-      return READ_DONE
+      return ITERATION_DONE
     }
     return undefined
   }
