@@ -5,7 +5,7 @@ import { cpus } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { chooseLoadgen, runLoad } from './lib/loadgen.js'
-import { CLK_TCK, freePort, measureStartup, memory, startChild, startForeignMeter, startMeter } from './lib/proc.js'
+import { CLK_TCK, freePort, measureStartup, memory, memoryLimitsAvailable, startChild, startForeignMeter, startMeter } from './lib/proc.js'
 import { evaluate, markdownTable } from './lib/report.js'
 import { BENCH_API_KEY, BENCH_UPSTREAM_KEY, serviceEnv } from './lib/service-env.js'
 import { burst, median, openStream, streamAgent, summarizeStreams } from './lib/streams.js'
@@ -56,6 +56,12 @@ const config = {
   startupRounds: Number(env.BENCH_STARTUP_ROUNDS ?? (quick ? 3 : 8)),
   /** Write V8 CPU profiles of the service and the references (node --cpu-prof). */
   profile: env.BENCH_PROFILE === '1',
+  /**
+   * Every server runs in a memory cgroup of this size, as the compose file deploys the service (2 GB): node sizes
+   * its heap by the limit it finds at start (about 1 GB under 2 GB; a quarter of the machine's memory, up to 4 GB,
+   * without one), and how far V8 lets the heap grow past the live set follows. 0: no limit.
+   */
+  memoryLimitMb: Number(env.BENCH_MEMORY_LIMIT_MB ?? 2048),
   /** Where the service's request log goes; /dev/null by default (it is still formatted and written). */
   serviceLog: env.BENCH_SERVICE_LOG ?? '/dev/null',
 }
@@ -90,8 +96,10 @@ const r1 = (n) => Math.round(n * 10) / 10
 
 /** @type {Array<{ stop: () => Promise<void> }>} */
 const running = []
+/** The memory limit servers run under: the configured one where cgroups can be made here, else none. */
+const memoryLimitMb = config.memoryLimitMb > 0 && memoryLimitsAvailable() ? config.memoryLimitMb : undefined
 async function start (options) {
-  const child = await startChild(options)
+  const child = await startChild({ ...options, memoryLimitMb })
   running.push(child)
   return child
 }
@@ -501,7 +509,7 @@ async function startupScenario () {
     for (const target of round % 2 === 0 ? targets : [...targets].reverse()) {
       const port = await freePort()
       const env = { ...process.env, ...serviceEnv(port, 'http://127.0.0.1:9') }
-      target.samples.push(await measureStartup({ script: target.script, port, path: target.path, env }))
+      target.samples.push(await measureStartup({ script: target.script, port, path: target.path, env, memoryLimitMb }))
     }
   }
   const summary = (target) => ({
@@ -518,8 +526,10 @@ async function main () {
     startedAt: new Date().toISOString(),
     config,
     machine: { node: process.version, cpus: cpus().length, cpuModel: cpus()[0]?.model, clkTck: CLK_TCK },
+    memoryLimitMb: memoryLimitMb ?? null,
   }
-  log(`bench: ${quick ? 'quick' : 'full'} run, load generator ${config.loadgen}, node ${process.version}, ${cpus().length} CPUs`)
+  log(`bench: ${quick ? 'quick' : 'full'} run, load generator ${config.loadgen}, node ${process.version}, ${cpus().length} CPUs, ` +
+    (memoryLimitMb === undefined ? 'servers without a memory limit' : `each server in a ${memoryLimitMb} MB memory cgroup (as compose.yaml deploys the service)`))
   if (config.only.includes('startup')) results.startup = await startupScenario()
 
   for (const [index, delayMs] of config.tokenDelays.entries()) {
@@ -633,7 +643,8 @@ async function main () {
   results.finishedAt = new Date().toISOString()
   const file = join(resultsDir, `${stamp}${quick ? '-quick' : ''}.json`)
   const met = budget.filter((line) => line.met).length
-  console.log(`\n## Bench ${quick ? '(BENCH_QUICK=1) ' : ''}${results.startedAt}, node ${process.version}, ${cpus().length} CPUs, ${config.loadgen}\n`)
+  const limit = memoryLimitMb === undefined ? 'no memory limit' : `${memoryLimitMb} MB memory limit per server`
+  console.log(`\n## Bench ${quick ? '(BENCH_QUICK=1) ' : ''}${results.startedAt}, node ${process.version}, ${cpus().length} CPUs, ${config.loadgen}, ${limit}\n`)
   console.log(`Service plugins: ${JSON.stringify(results.plugins ?? {})}\n`)
   console.log(table)
   const shares = [results.health?.bare, results.health?.service, results.chat?.service, results.chat?.naive, results.chat?.fake, results.openaiChat?.service, results.openaiChat?.naive, results.v1Chat?.service, ...(results.streams ?? []), ...(results.openaiStreams ?? []), ...(results.v1Streams ?? []), results.soak]

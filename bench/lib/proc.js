@@ -1,7 +1,7 @@
 // Child processes of the bench (one server each) and what /proc says about them: CPU time and RSS.
 import { spawn, execFileSync } from 'node:child_process'
 import { once } from 'node:events'
-import { openSync, readFileSync, writeFileSync, closeSync } from 'node:fs'
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { cpus } from 'node:os'
 
@@ -151,12 +151,12 @@ export function startForeignMeter (ourPids) {
  * Spawns `node script --port=<port>` with `env` (whose PORT names the same port: the service reads PORT, the Portkey
  * gateway `--port`), polls `GET path` every 5 ms until it answers 200, then reads the CPU the process used until then
  * and its RSS one second later, and stops it (the startup rows and ab-startup).
- * @param {{ script: string, port: number, path: string, env: Record<string, string | undefined> }} options
+ * @param {{ script: string, port: number, path: string, env: Record<string, string | undefined>, memoryLimitMb?: number }} options
  * @returns {Promise<{ ms: number, cpuMs: number, rssMb: number }>}
  */
-export async function measureStartup ({ script, port, path, env }) {
+export async function measureStartup ({ script, port, path, env, memoryLimitMb }) {
   const started = performance.now()
-  const child = spawn(process.execPath, [script, `--port=${port}`], { env, stdio: 'ignore' })
+  const { child } = spawnNode('startup', [script, `--port=${port}`], memoryLimitMb, { env, stdio: 'ignore' })
   const pid = /** @type {number} */ (child.pid)
   try {
     for (;;) {
@@ -177,6 +177,72 @@ export async function measureStartup ({ script, port, path, env }) {
     child.kill('SIGTERM')
     await exited
   }
+}
+
+/**
+ * Memory cgroups (v1) of the bench's servers: a child of the cgroup this process is in, or undefined where the
+ * memory controller is not mounted (v1) or not writable. With cgroup v2 only, servers run unlimited.
+ */
+const cgroupV1Parent = (() => {
+  try {
+    const line = readFileSync('/proc/self/cgroup', 'utf8').split('\n').find((l) => /^\d+:([^:]*,)?memory(,[^:]*)?:/.test(l))
+    if (line === undefined) return undefined
+    const dir = `/sys/fs/cgroup/memory${line.slice(line.lastIndexOf(':') + 1)}`.replace(/\/$/, '')
+    return existsSync(`${dir}/memory.limit_in_bytes`) ? dir : undefined
+  } catch {
+    return undefined
+  }
+})()
+
+/** Whether servers can be run under a memory limit here (the report says which). */
+export function memoryLimitsAvailable () {
+  const dir = memoryCgroup('probe', 64)
+  if (dir === undefined) return false
+  removeCgroup(dir)
+  return true
+}
+
+let cgroups = 0
+
+/**
+ * A fresh memory cgroup limited to `limitMb`, as `docker run --memory` or the compose file's
+ * `deploy.resources.limits.memory` gives a container: node reads the limit at start and sizes its heap by it.
+ * @returns {string | undefined} its directory; undefined where cgroups cannot be made
+ */
+function memoryCgroup (name, limitMb) {
+  if (cgroupV1Parent === undefined) return undefined
+  const dir = `${cgroupV1Parent}/bench-${process.pid}-${++cgroups}-${name.replace(/[^\w-]/g, '_')}`
+  try {
+    mkdirSync(dir, { recursive: true })
+    writeFileSync(`${dir}/memory.limit_in_bytes`, String(limitMb * 1048576))
+    return dir
+  } catch {
+    return undefined
+  }
+}
+
+function removeCgroup (dir) {
+  try {
+    rmdirSync(dir)
+  } catch {}
+}
+
+/**
+ * Spawns node with `argv`, in a memory cgroup of `memoryLimitMb` when given (and cgroups can be made here). A shell
+ * joins the cgroup and execs node, so the pid is node's and node starts inside: it reads the limit at start.
+ * @param {string} name
+ * @param {string[]} argv
+ * @param {number | undefined} memoryLimitMb
+ * @param {import('node:child_process').SpawnOptions} spawnOptions
+ * @returns {{ child: import('node:child_process').ChildProcess, cgroup: string | undefined }}
+ */
+function spawnNode (name, argv, memoryLimitMb, spawnOptions) {
+  const cgroup = memoryLimitMb === undefined ? undefined : memoryCgroup(name, memoryLimitMb)
+  const child = cgroup === undefined
+    ? spawn(process.execPath, argv, spawnOptions)
+    : spawn('/bin/sh', ['-c', 'echo $$ > "$0/cgroup.procs" && exec "$@"', cgroup, process.execPath, ...argv], spawnOptions)
+  if (cgroup !== undefined) child.once('exit', () => { removeCgroup(cgroup) })
+  return { child, cgroup }
 }
 
 /** A free TCP port on 127.0.0.1 (closed again, so there is a small race; fine for a bench). */
@@ -210,11 +276,12 @@ export async function freePort () {
  * @param {string} [options.healthPath]
  * @param {string} [options.logFile] stdout goes there; default /dev/null
  * @param {number} [options.timeoutMs]
+ * @param {number} [options.memoryLimitMb] run it in a memory cgroup of this size (where cgroups can be made)
  * @returns {Promise<Child>}
  */
 export async function startChild (options) {
   const logFd = openSync(options.logFile ?? '/dev/null', 'a')
-  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), options.script], {
+  const { child } = spawnNode(options.name, [...(options.nodeArgs ?? []), options.script], options.memoryLimitMb, {
     env: { ...process.env, ...options.env },
     stdio: ['ignore', logFd, 'pipe', 'ipc'],
   })

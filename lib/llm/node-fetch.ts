@@ -188,6 +188,13 @@ function requestHeaders (headers: RequestInit['headers']): Record<string, string
   return out
 }
 
+/** `name, value, name, value, ...` as `http.request` takes a raw header list (Host included: it adds none then). */
+function rawHeaders (headers: Record<string, string>): string[] {
+  const raw: string[] = []
+  for (const name in headers) raw.push(name, headers[name] as string)
+  return raw
+}
+
 function abortReason (signal: AbortSignal): unknown {
   return signal.reason ?? new DOMException('This operation was aborted', 'AbortError')
 }
@@ -229,11 +236,22 @@ export function createNodeFetch (options: NodeFetchOptions = {}): NodeFetch {
     const payload = body === undefined || body === null ? undefined : typeof body === 'string' ? body : Buffer.from(body as ArrayBuffer)
     const headers = requestHeaders(init.headers)
     if (payload !== undefined) headers['content-length'] = String(Buffer.byteLength(payload))
+    headers.host ??= url.host
     const secure = url.protocol === 'https:'
     const method = (init.method ?? 'GET').toUpperCase()
 
     return new Promise<Response>((resolve, reject) => {
-      const req = (secure ? https : http).request(url, { method, headers, agent: secure ? httpsAgent : httpAgent })
+      const req = (secure ? https : http).request({
+        // The few options a request needs: the agent copies them (and its own) into the socket's listeners.
+        host: url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname,
+        port: url.port,
+        path: url.pathname + url.search,
+        method,
+        // As raw pairs: written straight into the header block (validated all the same), not also kept per
+        // name beside it for the life of the request (a stream's whole length, about 1.7 KB).
+        headers: rawHeaders(headers),
+        agent: secure ? httpsAgent : httpAgent,
+      })
       let res: IncomingMessage | undefined
       const onAbort = (): void => {
         const reason = abortReason(signal as AbortSignal)

@@ -42,7 +42,7 @@ test('sends method, headers and body; answers status, headers, text and json', a
   const { url, fetch } = await serve(t, (req, res, body) => {
     res.setHeader('set-cookie', ['a=1', 'b=2'])
     res.writeHead(201, 'Made', { 'content-type': 'application/json', 'request-id': 'req_1' })
-    res.end(JSON.stringify({ method: req.method, path: req.url, auth: req.headers['x-api-key'], length: req.headers['content-length'], body }))
+    res.end(JSON.stringify({ method: req.method, path: req.url, host: req.headers.host, auth: req.headers['x-api-key'], length: req.headers['content-length'], body }))
   })
   const response = await fetch(`${url}/v1/messages?x=1`, {
     method: 'post',
@@ -56,14 +56,39 @@ test('sends method, headers and body; answers status, headers, text and json', a
   t.equal(response.headers.get('request-id'), 'req_1')
   t.equal(response.headers.get('content-type'), 'application/json')
   t.same(response.headers.getSetCookie(), ['a=1', 'b=2'])
-  t.same(await response.json(), { method: 'POST', path: '/v1/messages?x=1', auth: 'k', length: '12', body: '{"héllo":1}' })
+  t.same(await response.json(), { method: 'POST', path: '/v1/messages?x=1', host: new URL(url).host, auth: 'k', length: '12', body: '{"héllo":1}' })
   t.equal(response.bodyUsed, true)
   await t.rejects(response.text(), TypeError, 'a body reads once')
 
   const plain = await fetch(url, { headers: { 'X-One': '1' } })
   t.equal(plain.ok, true)
   t.equal(plain.status, 201)
-  t.equal((await plain.json() as { method: string }).method, 'GET')
+  t.match(await plain.json(), { method: 'GET', path: '/', host: new URL(url).host })
+
+  // A Host the caller set is sent as given, once.
+  const hosted = await fetch(`${url}/h`, { headers: { Host: 'upstream.example' } })
+  t.match(await hosted.json(), { path: '/h', host: 'upstream.example' })
+})
+
+test('an IPv6 literal host is reached, and named in Host with its brackets', async (t) => {
+  const server = createServer((req, res) => { res.end(req.headers.host) })
+  const listening = once(server, 'listening')
+  const failed = once(server, 'error')
+  server.listen(0, '::1')
+  const outcome = await Promise.race([listening.then(() => 'ok'), failed.then(() => 'no IPv6')])
+  if (outcome !== 'ok') {
+    t.skip('no IPv6 loopback on this machine')
+    return
+  }
+  const { port } = server.address() as AddressInfo
+  const transport = createNodeFetch()
+  t.teardown(async () => {
+    transport.close()
+    server.closeAllConnections()
+    await new Promise((resolve) => server.close(resolve))
+  })
+  const response = await transport.fetch(`http://[::1]:${port}/v6`)
+  t.equal(await response.text(), `[::1]:${port}`)
 })
 
 test('the body is an async iterable of bytes, read as it arrives', async (t) => {
