@@ -39,6 +39,10 @@ export async function bundle (outdir = join(root, 'dist', 'bundle')) {
     platform: 'node',
     target: 'node20',
     sourcemap: 'linked',
+    // Without whitespace and with shorter syntax, but every name kept (stack traces, profiles, `error.name`): Node
+    // reads and holds less source (ab-startup: first /health 578 → 538 ms, RSS 83 → 77 MB).
+    minifyWhitespace: true,
+    minifySyntax: true,
     // CommonJS dependencies call require(): the bundle gives them Node's, rooted where the bundle is.
     banner: { js: "import { createRequire as __bundleRequire } from 'node:module'; const require = __bundleRequire(import.meta.url);" },
     // Loaded with require() on first use (lib/stores/redis-client.ts): one copy, node_modules' own, whatever imports it.
