@@ -15,11 +15,16 @@ import type { StreamLayout } from './resumable.js'
 /** Preparing a run aborts nothing: its context needs a signal all the same. */
 const NOT_ABORTED = new AbortController().signal
 
+/** Calls `abort` when the client goes away before the answer was sent. */
+function onDisconnect (request: FastifyRequest, reply: FastifyReply, abort: () => void): void {
+  reply.raw.once('close', () => { if (!reply.raw.writableEnded) abort() })
+  request.raw.once('aborted', abort)
+}
+
 /** Aborts when the client goes away before the JSON answer is sent, so the model call stops too. */
 function disconnectSignal (request: FastifyRequest, reply: FastifyReply): AbortSignal {
   const controller = new AbortController()
-  reply.raw.once('close', () => { if (!reply.raw.writableEnded) controller.abort() })
-  request.raw.once('aborted', () => controller.abort())
+  onDisconnect(request, reply, () => { controller.abort() })
   return controller.signal
 }
 
@@ -68,17 +73,17 @@ function deferredSink (
   options: { openOnFirstPayload?: () => EventSink, keepEarlyError?: boolean, beforeEnd?: () => Promise<void> } = {}
 ) {
   const controller = new AbortController()
-  const early = disconnectSignal(request, reply)
-  const onEarlyAbort = (): void => { controller.abort(early.reason) }
-  early.addEventListener('abort', onEarlyAbort, { once: true })
   let target: EventSink | undefined
   const held: string[] = []
   let ending: readonly string[] | undefined
   let closed = false
+  /** Opened: from then on the target's signal tells that the client left. */
+  let following = false
   let failure: { error: unknown } | undefined
+  onDisconnect(request, reply, () => { if (!following && !closed) controller.abort() })
 
   const follow = (opened: EventSink): void => {
-    early.removeEventListener('abort', onEarlyAbort)
+    following = true
     if (opened.signal.aborted) controller.abort(opened.signal.reason)
     else opened.signal.addEventListener('abort', () => { controller.abort(opened.signal.reason) }, { once: true })
   }
@@ -108,7 +113,6 @@ function deferredSink (
     abortMessage: () => target?.abortMessage(),
     close: () => {
       closed = true
-      early.removeEventListener('abort', onEarlyAbort)
       target?.close()
     },
     ...(options.keepEarlyError === true
