@@ -8,7 +8,7 @@ import { createNodeFetch } from '../../lib/llm/node-fetch.js'
 
 type Handler = (req: IncomingMessage, res: ServerResponse, body: string) => void
 
-async function serve (t: { teardown: (fn: () => unknown) => void }, handler: Handler) {
+async function serve (t: { teardown: (fn: () => unknown) => void }, handler: Handler, host = '127.0.0.1') {
   let connections = 0
   const server = createServer((req, res) => {
     const chunks: Buffer[] = []
@@ -16,7 +16,7 @@ async function serve (t: { teardown: (fn: () => unknown) => void }, handler: Han
     req.on('end', () => { handler(req, res, Buffer.concat(chunks).toString('utf8')) })
   })
   server.on('connection', () => { connections++ })
-  server.listen(0, '127.0.0.1')
+  server.listen(0, host)
   await once(server, 'listening')
   const { port } = server.address() as AddressInfo
   const transport = createNodeFetch()
@@ -25,7 +25,7 @@ async function serve (t: { teardown: (fn: () => unknown) => void }, handler: Han
     server.closeAllConnections()
     await new Promise((resolve) => server.close(resolve))
   })
-  return { url: `http://127.0.0.1:${port}`, fetch: transport.fetch, connections: () => connections }
+  return { url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`, fetch: transport.fetch, connections: () => connections }
 }
 
 async function rejection (promise: Promise<unknown>): Promise<unknown> {
@@ -71,24 +71,13 @@ test('sends method, headers and body; answers status, headers, text and json', a
 })
 
 test('an IPv6 literal host is reached, and named in Host with its brackets', async (t) => {
-  const server = createServer((req, res) => { res.end(req.headers.host) })
-  const listening = once(server, 'listening')
-  const failed = once(server, 'error')
-  server.listen(0, '::1')
-  const outcome = await Promise.race([listening.then(() => 'ok'), failed.then(() => 'no IPv6')])
-  if (outcome !== 'ok') {
+  const served = await serve(t, (req, res) => { res.end(req.headers.host) }, '::1').catch(() => undefined)
+  if (served === undefined) {
     t.plan(0, 'no IPv6 loopback on this machine')
     return
   }
-  const { port } = server.address() as AddressInfo
-  const transport = createNodeFetch()
-  t.teardown(async () => {
-    transport.close()
-    server.closeAllConnections()
-    await new Promise((resolve) => server.close(resolve))
-  })
-  const response = await transport.fetch(`http://[::1]:${port}/v6`)
-  t.equal(await response.text(), `[::1]:${port}`)
+  const response = await served.fetch(`${served.url}/v6`)
+  t.equal(await response.text(), new URL(served.url).host)
 })
 
 test('the body is an async iterable of bytes, read as it arrives', async (t) => {
