@@ -156,7 +156,7 @@ export function startForeignMeter (ourPids) {
  */
 export async function measureStartup ({ script, port, path, env, memoryLimitMb }) {
   const started = performance.now()
-  const { child } = spawnNode('startup', [script, `--port=${port}`], memoryLimitMb, { env, stdio: 'ignore' })
+  const child = spawnNode('startup', [script, `--port=${port}`], memoryLimitMb, { env, stdio: 'ignore' })
   const pid = /** @type {number} */ (child.pid)
   try {
     for (;;) {
@@ -234,7 +234,7 @@ function removeCgroup (dir) {
  * @param {string[]} argv
  * @param {number | undefined} memoryLimitMb
  * @param {import('node:child_process').SpawnOptions} spawnOptions
- * @returns {{ child: import('node:child_process').ChildProcess, cgroup: string | undefined }}
+ * @returns {import('node:child_process').ChildProcess}
  */
 function spawnNode (name, argv, memoryLimitMb, spawnOptions) {
   const cgroup = memoryLimitMb === undefined ? undefined : memoryCgroup(name, memoryLimitMb)
@@ -242,7 +242,7 @@ function spawnNode (name, argv, memoryLimitMb, spawnOptions) {
     ? spawn(process.execPath, argv, spawnOptions)
     : spawn('/bin/sh', ['-c', 'echo $$ > "$0/cgroup.procs" && exec "$@"', cgroup, process.execPath, ...argv], spawnOptions)
   if (cgroup !== undefined) child.once('exit', () => { removeCgroup(cgroup) })
-  return { child, cgroup }
+  return child
 }
 
 /** A free TCP port on 127.0.0.1 (closed again, so there is a small race; fine for a bench). */
@@ -281,7 +281,7 @@ export async function freePort () {
  */
 export async function startChild (options) {
   const logFd = openSync(options.logFile ?? '/dev/null', 'a')
-  const { child } = spawnNode(options.name, [...(options.nodeArgs ?? []), options.script], options.memoryLimitMb, {
+  const child = spawnNode(options.name, [...(options.nodeArgs ?? []), options.script], options.memoryLimitMb, {
     env: { ...process.env, ...options.env },
     stdio: ['ignore', logFd, 'pipe', 'ipc'],
   })
