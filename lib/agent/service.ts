@@ -17,6 +17,7 @@ import { drive, resume, resultOf, type AgentResult, type ApprovalDecision, type 
 import type { RunSpec } from './spec.js'
 import { newRunState, type RunState } from './state.js'
 import { UsageTally, type PriceLookup } from './usage.js'
+import { TextBuilder } from '../domain/text-builder.js'
 
 /** The logger a run writes to (pino's, Fastify's request logger). */
 export interface RunLogger {
@@ -302,7 +303,7 @@ export function createAgentService (ports: AgentPorts) {
    * however the run ends.
    */
   async function pump (context: RunContext, run: PreparedRun, format: StreamFormat, sink: EventSink): Promise<void> {
-    let text = ''
+    const text = new TextBuilder()
     const usage = new UsageTally(run.state.usage)
     const sendAll = async (payloads: readonly string[]): Promise<void> => { for (const one of payloads) await sink.send(one) }
     // A promise only when the sink is not keeping up (no extra microtask per token otherwise).
@@ -313,7 +314,7 @@ export function createAgentService (ports: AgentPorts) {
     }
     // The text of model calls comes straight from the run (RunOptions.onToken), each piece as a token event.
     const onToken = (data: string): Promise<void> | undefined => {
-      text += data
+      text.append(data)
       return send({ type: 'token', data })
     }
     try {
@@ -347,7 +348,7 @@ export function createAgentService (ports: AgentPorts) {
       }
     } finally {
       sink.close()
-      logConversation(context, sink.logAfterResponse, run, text)
+      logConversation(context, sink.logAfterResponse, run, text.toString())
     }
   }
 

@@ -6,6 +6,7 @@ import { isRecord } from '../../upstream-errors.js'
 import type { ModelRequest, ModelResponse, ModelStreamEvent, StopReason } from '../../types.js'
 import type { ChatTurn, TextBlock, ToolUseBlock, Usage } from '../../../domain/types.js'
 import { IncompleteStreamError, type StreamDecoder } from '../stream-attempt.js'
+import { TextBuilder } from '../../../domain/text-builder.js'
 import type { SseEvent } from '../sse-reader.js'
 
 /** `temperature` is sent only on the legacy API version; the SDK 1.x types no longer declare it. */
@@ -154,7 +155,7 @@ export class StreamAssembler implements StreamDecoder<SseEvent> {
   id: string | undefined
   stopReason: StopReason | null = null
   usage: Usage = { input_tokens: 0, output_tokens: 0 }
-  readonly #blocks = new Map<number, { type: 'text', text: string } | { type: 'tool_use', id: string, name: string, json: string }>()
+  readonly #blocks = new Map<number, { type: 'text', text: TextBuilder } | { type: 'tool_use', id: string, name: string, json: string }>()
   readonly #onUsage: ((usage: Usage) => void) | undefined
 
   constructor (model: string, onUsage?: (usage: Usage) => void) {
@@ -179,14 +180,14 @@ export class StreamAssembler implements StreamDecoder<SseEvent> {
         return undefined
       case 'content_block_start': {
         const block = event.content_block
-        if (block.type === 'text') this.#blocks.set(event.index, { type: 'text', text: block.text })
+        if (block.type === 'text') this.#blocks.set(event.index, { type: 'text', text: new TextBuilder(block.text) })
         else if (block.type === 'tool_use') this.#blocks.set(event.index, { type: 'tool_use', id: block.id, name: block.name, json: '' })
         return block.type === 'text' && block.text !== '' ? { type: 'text', text: block.text } : undefined
       }
       case 'content_block_delta': {
         const block = this.#blocks.get(event.index)
         if (event.delta.type === 'text_delta' && block?.type === 'text') {
-          block.text += event.delta.text
+          block.text.append(event.delta.text)
           return event.delta.text === '' ? undefined : { type: 'text', text: event.delta.text }
         }
         if (event.delta.type === 'input_json_delta' && block?.type === 'tool_use') block.json += event.delta.partial_json
@@ -214,7 +215,7 @@ export class StreamAssembler implements StreamDecoder<SseEvent> {
     const content: Array<TextBlock | ToolUseBlock> = []
     for (const [, block] of [...this.#blocks].sort(([a], [b]) => a - b)) {
       if (block.type === 'text') {
-        content.push({ type: 'text', text: block.text })
+        content.push({ type: 'text', text: block.text.toString() })
         continue
       }
       let input: unknown = {}

@@ -8,6 +8,7 @@ import type { ModelResponse, ModelStreamEvent, StopReason } from '../../types.js
 import type { ChatTurn, TextBlock, ToolUseBlock, Usage } from '../../../domain/types.js'
 import type { SseEvent } from '../sse-reader.js'
 import { IncompleteStreamError, type StreamDecoder } from '../stream-attempt.js'
+import { TextBuilder } from '../../../domain/text-builder.js'
 
 /** OpenAI's own API takes `max_completion_tokens` (reasoning models refuse `max_tokens`); compatible servers take `max_tokens`. */
 export function isOpenAIHost (baseURL: string | undefined): boolean {
@@ -145,7 +146,7 @@ export class ChunkAssembler implements StreamDecoder<SseEvent> {
   model: string
   finish: string | null = null
   usage: Usage = { input_tokens: 0, output_tokens: 0 }
-  text = ''
+  readonly #text = new TextBuilder()
   readonly calls = new Map<number, { id?: string, name?: string, args: string }>()
   /** The completion id the chunks carry. */
   id: string | undefined
@@ -172,7 +173,7 @@ export class ChunkAssembler implements StreamDecoder<SseEvent> {
       const toolCalls = delta['tool_calls']
       if (Array.isArray(toolCalls)) toolCalls.forEach((call: unknown, position) => { this.#toolDelta(call, position) })
     }
-    this.text += added
+    if (added !== '') this.#text.append(added)
     return added
   }
 
@@ -205,7 +206,7 @@ export class ChunkAssembler implements StreamDecoder<SseEvent> {
 
   message (requestId: string | null | undefined): ModelResponse {
     const content: Array<TextBlock | ToolUseBlock> = []
-    if (this.text !== '') content.push({ type: 'text', text: this.text })
+    if (this.#text.length > 0) content.push({ type: 'text', text: this.#text.toString() })
     const calls = [...this.calls].sort(([a], [b]) => a - b)
     for (const [index, call] of calls) content.push(toolUse(call, fallbackCallId(index)))
     const response: ModelResponse = { model: this.model, content, stopReason: stopReason(this.finish, calls.length > 0), usage: { ...this.usage } }
