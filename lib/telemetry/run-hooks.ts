@@ -37,6 +37,14 @@ export function parentContext (parent: unknown): Context {
   return ROOT_CONTEXT
 }
 
+/**
+ * Now, on the clock the trace SDK stamps spans with (time origin + monotonic time, in ms), not `Date.now()`: the
+ * two drift apart, and a time taken on the other clock could put an attempt's end after the next span's start.
+ */
+function spanClock (): number {
+  return performance.timeOrigin + performance.now()
+}
+
 /** The W3C `traceparent` value naming `span` (what the propagator writes, without a context per call). */
 export function traceparentOf (span: Span): string {
   const { traceId, spanId, traceFlags } = span.spanContext()
@@ -117,7 +125,7 @@ function chatHooks (options: TracingHooksOptions, run: RunInfo, state: RunState,
       }
       const name = `chat ${target.upstream}`
       const kind = offline ? SpanKind.INTERNAL : SpanKind.CLIENT
-      const callStarted = Date.now()
+      const callStarted = spanClock()
       let attempts = 0
 
       const finish = (span: Span, end: AttemptEnd | ModelCallEnd, endTime?: number) => {
@@ -178,7 +186,7 @@ function chatHooks (options: TracingHooksOptions, run: RunInfo, state: RunState,
             headers: traceHeaders(propagator, span),
             end: (result) => {
               if (callEnded) finish(span, result)
-              else held = { span, end: result, endTime: Date.now() }
+              else held = { span, end: result, endTime: spanClock() }
             },
           }
         },
