@@ -98,6 +98,7 @@ const r1 = (n) => Math.round(n * 10) / 10
 const running = []
 /** The memory limit servers run under: the configured one where cgroups can be made here, else none. */
 const memoryLimitMb = config.memoryLimitMb > 0 && memoryLimitsAvailable() ? config.memoryLimitMb : undefined
+const memoryLimitText = memoryLimitMb === undefined ? 'no memory limit' : `${memoryLimitMb} MB memory limit per server (as compose.yaml deploys the service)`
 async function start (options) {
   const child = await startChild({ ...options, memoryLimitMb })
   running.push(child)
@@ -528,8 +529,7 @@ async function main () {
     machine: { node: process.version, cpus: cpus().length, cpuModel: cpus()[0]?.model, clkTck: CLK_TCK },
     memoryLimitMb: memoryLimitMb ?? null,
   }
-  log(`bench: ${quick ? 'quick' : 'full'} run, load generator ${config.loadgen}, node ${process.version}, ${cpus().length} CPUs, ` +
-    (memoryLimitMb === undefined ? 'servers without a memory limit' : `each server in a ${memoryLimitMb} MB memory cgroup (as compose.yaml deploys the service)`))
+  log(`bench: ${quick ? 'quick' : 'full'} run, load generator ${config.loadgen}, node ${process.version}, ${cpus().length} CPUs, ${memoryLimitText}`)
   if (config.only.includes('startup')) results.startup = await startupScenario()
 
   for (const [index, delayMs] of config.tokenDelays.entries()) {
@@ -643,8 +643,7 @@ async function main () {
   results.finishedAt = new Date().toISOString()
   const file = join(resultsDir, `${stamp}${quick ? '-quick' : ''}.json`)
   const met = budget.filter((line) => line.met).length
-  const limit = memoryLimitMb === undefined ? 'no memory limit' : `${memoryLimitMb} MB memory limit per server`
-  console.log(`\n## Bench ${quick ? '(BENCH_QUICK=1) ' : ''}${results.startedAt}, node ${process.version}, ${cpus().length} CPUs, ${config.loadgen}, ${limit}\n`)
+  console.log(`\n## Bench ${quick ? '(BENCH_QUICK=1) ' : ''}${results.startedAt}, node ${process.version}, ${cpus().length} CPUs, ${config.loadgen}, ${memoryLimitText}\n`)
   console.log(`Service plugins: ${JSON.stringify(results.plugins ?? {})}\n`)
   console.log(table)
   const shares = [results.health?.bare, results.health?.service, results.chat?.service, results.chat?.naive, results.chat?.fake, results.openaiChat?.service, results.openaiChat?.naive, results.v1Chat?.service, ...(results.streams ?? []), ...(results.openaiStreams ?? []), ...(results.v1Streams ?? []), results.soak]

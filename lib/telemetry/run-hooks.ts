@@ -2,8 +2,9 @@
 // span per tool execution. Spans are parented explicitly (no global context manager is registered).
 import {
   ROOT_CONTEXT, SpanKind, SpanStatusCode, defaultTextMapSetter, trace,
-  type Attributes, type Context, type Span, type Tracer, type TextMapPropagator,
+  type Attributes, type Context, type HrTime, type Span, type Tracer, type TextMapPropagator,
 } from '@opentelemetry/api'
+import { hrTime } from '@opentelemetry/core'
 import type { RunEnd, RunHooks, RunInfo, RunObserver, ToolCallEnd, ToolCallInfo, ToolCallObserver } from '../agent/hooks.js'
 import type { AttemptEnd, AttemptObserver, ModelCallEnd, ModelCallHooks, ModelCallObserver, ModelTarget } from '../llm/hooks.js'
 import type { Usage } from '../domain/types.js'
@@ -35,14 +36,6 @@ export function parentContext (parent: unknown): Context {
   if (typeof (parent as Context).getValue === 'function') return parent as Context
   if (typeof (parent as Span).spanContext === 'function') return trace.setSpan(ROOT_CONTEXT, parent as Span)
   return ROOT_CONTEXT
-}
-
-/**
- * Now, on the clock the trace SDK stamps spans with (time origin + monotonic time, in ms), not `Date.now()`: the
- * two drift apart, and a time taken on the other clock could put an attempt's end after the next span's start.
- */
-function spanClock (): number {
-  return performance.timeOrigin + performance.now()
 }
 
 /** The W3C `traceparent` value naming `span` (what the propagator writes, without a context per call). */
@@ -125,10 +118,11 @@ function chatHooks (options: TracingHooksOptions, run: RunInfo, state: RunState,
       }
       const name = `chat ${target.upstream}`
       const kind = offline ? SpanKind.INTERNAL : SpanKind.CLIENT
-      const callStarted = spanClock()
+      // On the SDK's own clock (hrTime), not Date.now(), which drifts from it: spans stay in order.
+      const callStarted = hrTime()
       let attempts = 0
 
-      const finish = (span: Span, end: AttemptEnd | ModelCallEnd, endTime?: number) => {
+      const finish = (span: Span, end: AttemptEnd | ModelCallEnd, endTime?: HrTime) => {
         const { answer, usage } = end
         if (answer !== undefined) {
           if (answer.id !== undefined) span.setAttribute('gen_ai.response.id', answer.id)
@@ -151,7 +145,7 @@ function chatHooks (options: TracingHooksOptions, run: RunInfo, state: RunState,
         span.end(endTime)
       }
 
-      const startAttempt = (n: number, startTime?: number): Span => {
+      const startAttempt = (n: number, startTime?: HrTime): Span => {
         attempts++
         return tracer.startSpan(name, {
           kind,
@@ -162,7 +156,7 @@ function chatHooks (options: TracingHooksOptions, run: RunInfo, state: RunState,
 
       // An ended attempt waits (with its own end time) for the next attempt or the call's end: the last one
       // takes what only the call knows (the answer's content, the usage of a cut stream) when it lacks it.
-      let held: { span: Span, end: AttemptEnd, endTime: number } | undefined
+      let held: { span: Span, end: AttemptEnd, endTime: HrTime } | undefined
       let callEnded = false
       const settle = (call?: ModelCallEnd) => {
         if (held === undefined) return
@@ -186,7 +180,7 @@ function chatHooks (options: TracingHooksOptions, run: RunInfo, state: RunState,
             headers: traceHeaders(propagator, span),
             end: (result) => {
               if (callEnded) finish(span, result)
-              else held = { span, end: result, endTime: spanClock() }
+              else held = { span, end: result, endTime: hrTime() }
             },
           }
         },
