@@ -1,10 +1,12 @@
 // Unversioned health and readiness routes: open, never rate limited, 503 while draining.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { HealthBody, ReadyBody } from '../schemas/health.js'
+import { probeSerializerCompiler } from '../lib/http/probe-serializer.js'
 
 const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/health', {
     config: { open: true },
+    serializerCompiler: probeSerializerCompiler,
     schema: {
       tags: ['ops'],
       summary: 'Liveness probe',
@@ -19,6 +21,7 @@ const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get('/ready', {
     config: { open: true },
+    serializerCompiler: probeSerializerCompiler,
     schema: {
       tags: ['ops'],
       summary: 'Readiness probe: checks Redis when configured',

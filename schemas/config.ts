@@ -1,4 +1,4 @@
-// Environment schema (README "Configuration"): drives env-schema's validation, defaults and the config type.
+// Environment schema (README "Configuration"): drives the validation, defaults and the config type.
 import { Type, type Static } from 'typebox'
 
 const Int = (def: number, minimum: number, description: string, maximum?: number) =>

@@ -73,10 +73,14 @@ test('provider follows the key; MODEL_NAME and its alias pick the default model'
 const badValues: Array<[Record<string, string>, RegExp]> = [
   [{ PORT: 'abc' }, /^Invalid configuration: PORT must be integer \(got "abc"\)$/],
   [{ PORT: '70000' }, /PORT must be <= 65535/],
+  [{ PORT: '3.5' }, /^Invalid configuration: PORT must be integer \(got "3.5"\)$/],
+  [{ PORT: '80 80' }, /PORT must be integer/],
   [{ MODEL_TEMPERATURE: '9' }, /^Invalid configuration: MODEL_TEMPERATURE must be <= 2/],
   [{ MODEL_TEMPERATURE: 'hot' }, /MODEL_TEMPERATURE must be number/],
   [{ MAX_TOKENS: '0' }, /MAX_TOKENS must be >= 1/],
   [{ DEBUG: 'yes' }, /DEBUG must be boolean/],
+  [{ DEBUG: '1' }, /DEBUG must be boolean/],
+  [{ BUDGET_USD_PER_DAY: 'Infinity' }, /BUDGET_USD_PER_DAY must be number/],
   [{ LOG_LEVEL: 'LOUD' }, /LOG_LEVEL must be one of/],
   [{ LLM_PROVIDER: 'anthropic' }, /LLM_API_KEY is required/],
   [{ LLM_PROVIDER: 'gpt' }, /LLM_PROVIDER/],
@@ -104,4 +108,12 @@ test('.env file is read and the real environment wins', async (t) => {
   t.equal(config.MAX_TOKENS, 123, 'value from .env')
   t.same(config.apiKeys, ['from-file'])
   t.equal(loadConfig({ env: {}, dotenv: join(dir, 'missing.env') }).PORT, 8000, 'a missing .env file is fine')
+  writeFileSync(file, 'PORT=\nMAX_TOKENS=99\nNOT_A_SETTING=1\nDEBUG=true\n')
+  const blank = loadConfig({ env: { MAX_TOKENS: '' }, dotenv: file })
+  t.equal(blank.PORT, 8000, 'a blank line in .env is unset: the default')
+  t.equal(blank.MAX_TOKENS, 99, 'an empty variable does not hide the file')
+  t.equal(blank.DEBUG, true, 'strings are read as their setting\'s type')
+  t.throws(() => loadConfig({ env: {}, dotenv: dir }), { name: 'ConfigError', message: /^Invalid configuration: cannot read .*EISDIR/ }, 'an unreadable .env is one line')
+  writeFileSync(file, 'PORT=eighty\n')
+  t.throws(() => loadConfig({ env: {}, dotenv: file }), { message: 'Invalid configuration: PORT must be integer (got "eighty")' }, 'a bad value from .env is named with what was read')
 })

@@ -1,8 +1,8 @@
-// Loads and resolves the service configuration: env-schema validation, derived settings, and the settings files
+// Loads and resolves the service configuration: the environment schema's validation, derived settings, and the settings files
 // the variables name (MODELS_FILE, MCP_CONFIG_FILE, KNOWLEDGE_BASE_FILE); every failure is one ConfigError line.
-import { envSchema } from 'env-schema'
 import { isIP } from 'node:net'
 import { EnvSchema, type Env } from '../../schemas/config.js'
+import { readDotenvFile, readEnvValues } from './env-values.js'
 import { parseApprovalPatterns } from './approval-policy.js'
 import { ConfigError } from '../domain/errors.js'
 import { isProviderKind, providerNamesText, type ProviderKind } from '../llm/providers/registry.js'
@@ -28,39 +28,27 @@ export interface LoadConfigOptions {
 const splitList = (value: string): string[] =>
   value.split(',').map((item) => item.trim()).filter((item) => item.length > 0)
 
-interface AjvIssue { instancePath?: string, message?: string, params?: Record<string, unknown> }
-
-function describeIssue (issue: AjvIssue | undefined, input: Record<string, unknown>): string {
-  const name = (issue?.instancePath ?? '').replace(/^\//, '') ||
-    String(issue?.params?.['missingProperty'] ?? 'configuration')
-  const got = input[name]
-  return `Invalid configuration: ${name} ${issue?.message ?? 'is invalid'}` +
-    (got === undefined ? '' : ` (got ${JSON.stringify(got)})`)
-}
-
 /** Validates the environment and derives the settings every plugin reads. */
 export function loadConfig (options: LoadConfigOptions = {}) {
   const source = options.env ?? process.env
-  const input: Record<string, unknown> = {}
-  for (const key of Object.keys(EnvSchema.properties)) {
-    const value = source[key]
-    // An empty variable means "unset" for optional settings, as a blank line in .env usually does.
-    if (value !== undefined && value !== '') input[key] = value
-  }
   const dotenv = options.dotenv ?? (options.env === undefined)
-  let env: Env
-  try {
-    env = envSchema<Env>({
-      schema: structuredClone(EnvSchema),
-      data: input,
-      env: false,
-      dotenv: dotenv === false ? false : { path: typeof dotenv === 'string' ? dotenv : '.env' },
-      ajv: undefined,
-    })
-  } catch (error) {
-    const issues = (error as { errors?: AjvIssue[] }).errors
-    throw new ConfigError(issues ? describeIssue(issues[0], input) : String((error as Error).message))
+  let fromFile: Record<string, string> = {}
+  if (dotenv !== false) {
+    const path = typeof dotenv === 'string' ? dotenv : '.env'
+    try {
+      fromFile = readDotenvFile(path)
+    } catch (error) {
+      throw new ConfigError(`Invalid configuration: cannot read ${path}: ${(error as Error).message}`)
+    }
   }
+  // The real environment wins over the file.
+  const read = readEnvValues(EnvSchema, [fromFile, source])
+  if (!read.ok) {
+    const got = source[read.issue.name] || fromFile[read.issue.name]
+    throw new ConfigError(`Invalid configuration: ${read.issue.name} ${read.issue.message}` +
+      (got === undefined ? '' : ` (got ${JSON.stringify(got)})`))
+  }
+  const env = read.value
   return resolveConfig(env, source)
 }
 
