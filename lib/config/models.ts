@@ -1,11 +1,11 @@
 // The model table (README, "Models and providers"): MODELS entries or MODELS_FILE resolved to one route per client-visible name.
-import { createRequire } from 'node:module'
 import { DEFAULT_MODELS, type Env } from '../../schemas/config.js'
 import { ConfigError } from '../domain/errors.js'
 import { PROVIDER_KINDS, PROVIDER_NAMES, isProviderKind, providerNamesText, type ProviderKind } from '../llm/providers/registry.js'
 import { ModelsFile, type ModelsFileBody } from './models-file.js'
 import { readSettingsFile } from './settings-file.js'
 import { parseFilePrice, type ModelPrice } from './prices.js'
+import { Check, Errors } from 'typebox/value'
 
 /** Where one client-visible model name goes. */
 export interface ModelRoute {
@@ -94,19 +94,9 @@ function readModelsFile (path: string): unknown {
   }, { yaml: true })
 }
 
-/**
- * TypeBox's value module, loaded only to check a MODELS_FILE: it took a tenth of the startup time of a service without
- * one. Loaded synchronously (config loading is synchronous) through require(esm), which Node 20.19+ and 22.12+ have.
- */
-let valueModule: typeof import('typebox/value') | undefined
-function Value (): typeof import('typebox/value').default {
-  valueModule ??= createRequire(import.meta.url)('typebox/value') as typeof import('typebox/value')
-  return valueModule.default
-}
-
 /** The first schema error of a models file, as one line naming the entry and the field. */
 function describeFileError (data: unknown): string {
-  const errors = [...Value().Errors(ModelsFile, data)].filter((e) => e.keyword !== 'boolean' && e.keyword !== 'anyOf')
+  const errors = [...Errors(ModelsFile, data)].filter((e) => e.keyword !== 'boolean' && e.keyword !== 'anyOf')
   const error = errors.find((e) => /^\/models\/\d+\//.test(e.instancePath)) ?? errors[0]
   if (error === undefined) return 'is invalid'
   const parts = error.instancePath.split('/').slice(1)
@@ -129,7 +119,7 @@ function describeFileError (data: unknown): string {
 
 function fromFile (path: string, env: Env, vars: Record<string, string | undefined>, defaultProvider: ProviderKind): { routes: ModelRoute[], fileDefault?: string } {
   const data = readModelsFile(path)
-  if (!Value().Check(ModelsFile, data)) fail(`MODELS_FILE ${describeFileError(data)}`)
+  if (!Check(ModelsFile, data)) fail(`MODELS_FILE ${describeFileError(data)}`)
   const file = data as ModelsFileBody
   const globalFallbacks = splitList(env.FALLBACK_MODELS)
   const routes = file.models.map((entry, index): ModelRoute => {
