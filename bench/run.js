@@ -54,6 +54,8 @@ const config = {
   only: list(env.BENCH_ONLY, ['startup', 'health', 'chat', 'budgets', 'tracing', 'streams', 'resumable', 'soak', 'openai', 'v1']),
   /** Starts of each server in the startup scenario (alternating). */
   startupRounds: Number(env.BENCH_STARTUP_ROUNDS ?? (quick ? 3 : 8)),
+  /** Add bench/servers/floor-proxy.js (node:http both ways, no SDK) to the stream rows, as a floor. */
+  floor: env.BENCH_FLOOR === '1',
   /** Write V8 CPU profiles of the service and the references (node --cpu-prof). */
   profile: env.BENCH_PROFILE === '1',
   /**
@@ -152,6 +154,12 @@ const startNaive = (fake) => start({
   script: join(here, 'servers/naive-proxy.js'),
   nodeArgs: profileArgs('naive'),
   env: { UPSTREAM_URL: fake.url, UPSTREAM_KEY, BENCH_MODEL: MODEL, ...(env.BENCH_NAIVE_FETCH ? { NAIVE_FETCH: env.BENCH_NAIVE_FETCH } : {}) },
+})
+const startFloor = (fake) => start({
+  name: 'floor-proxy',
+  script: join(here, 'servers/floor-proxy.js'),
+  nodeArgs: profileArgs('floor'),
+  env: { UPSTREAM_URL: fake.url, UPSTREAM_KEY, BENCH_MODEL: MODEL },
 })
 async function startService (fake, overrides = {}) {
   const port = await freePort()
@@ -535,6 +543,8 @@ async function main () {
   for (const [index, delayMs] of config.tokenDelays.entries()) {
     const fake = await startFake(delayMs)
     const [service, naive] = await Promise.all([startService(fake), startNaive(fake)])
+    // BENCH_FLOOR=1: the floor proxy joins the stream rows (its figures are in the log; no budget line uses them).
+    const floor = config.floor && config.only.includes('streams') ? await startFloor(fake) : undefined
     if (results.plugins === undefined) {
       results.plugins = await probePlugins(service)
       log(`service plugins seen from outside: ${JSON.stringify(results.plugins)}`)
@@ -583,6 +593,7 @@ async function main () {
       results.streams.push(...await streamCompare([
         { name: 'service', server: service, path: '/api/v1/chat/stream' },
         { name: 'naive', server: naive, path: '/api/v1/chat/stream' },
+        ...(floor === undefined ? [] : [{ name: 'floor', server: floor, path: '/api/v1/chat/stream' }]),
       ], fake, delayMs))
     }
     if (config.only.includes('v1')) {
@@ -614,7 +625,7 @@ async function main () {
       await sleep(500)
       results.soak = { ...await soakScenario(service), delayMs }
     }
-    await stop(service, naive, fake)
+    await stop(service, naive, fake, ...(floor === undefined ? [] : [floor]))
 
     if (config.only.includes('openai')) {
       const fakeOpenAI = await startFakeOpenAI(delayMs)

@@ -1,0 +1,56 @@
+// `node bench/sdk-floor.js [seconds] [concurrency]`: what the Anthropic SDK alone costs per JSON call, the floor
+// of the issue's "JSON chat ≤ 3× the upstream's own CPU" line. No server: this process runs `concurrency`
+// loops of `messages.create` against the bench's fake upstream (its own process), with global fetch (undici,
+// the naive proxy's) and with the service's node:http fetch (lib/llm/node-fetch.ts), in alternating rounds, and
+// prints this process's CPU per call beside the fake's CPU per request. A gateway also answers its client, an
+// HTTP exchange about as dear as the fake's own, so its floor is the SDK call plus about one upstream's CPU.
+import Anthropic from '@anthropic-ai/sdk'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { createNodeFetch } from '../dist/lib/llm/node-fetch.js'
+import { cpuSeconds, startChild } from './lib/proc.js'
+import { median } from './lib/streams.js'
+
+const seconds = Number(process.argv[2] ?? 5)
+const concurrency = Number(process.argv[3] ?? 100)
+const here = fileURLToPath(new URL('.', import.meta.url))
+const fake = await startChild({ name: 'fake', script: join(here, 'servers/fake.js'), env: { FAKE_TOKENS: '50', FAKE_DELAY_MS: '0' } })
+const baseURL = `http://127.0.0.1:${fake.port}`
+const nodeFetch = createNodeFetch()
+const clients = {
+  'global fetch (undici)': new Anthropic({ baseURL, apiKey: 'bench-upstream-key', maxRetries: 0 }),
+  'node:http fetch (the service\'s)': new Anthropic({ baseURL, apiKey: 'bench-upstream-key', maxRetries: 0, fetch: nodeFetch.fetch }),
+}
+const params = { model: 'claude-sonnet-5-5', max_tokens: 4096, messages: [{ role: /** @type {const} */ ('user'), content: 'Hello, bench: say something.' }] }
+
+/** Runs the loops for `ms`; returns calls made, this process's CPU µs and the fake's CPU µs. */
+async function round (client, ms) {
+  const until = performance.now() + ms
+  let calls = 0
+  const cpu = process.cpuUsage()
+  const fakeCpu = cpuSeconds(fake.pid)
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (performance.now() < until) {
+      await client.messages.create(params)
+      calls++
+    }
+  }))
+  const used = process.cpuUsage(cpu)
+  return { calls, cpuUs: used.user + used.system, fakeUs: (cpuSeconds(fake.pid) - fakeCpu) * 1e6 }
+}
+
+const samples = Object.fromEntries(Object.keys(clients).map((name) => [name, []]))
+for (const client of Object.values(clients)) await round(client, 1000) // warm-up
+const rounds = 6
+for (let r = 0; r < rounds; r++) {
+  const order = r % 2 === 0 ? Object.keys(clients) : Object.keys(clients).reverse()
+  for (const name of order) samples[name].push(await round(clients[name], (seconds * 1000) / rounds))
+}
+for (const [name, runs] of Object.entries(samples)) {
+  const sdk = median(runs.map((s) => s.cpuUs / s.calls))
+  const upstream = median(runs.map((s) => s.fakeUs / s.calls))
+  console.log(`${name}: SDK call ${sdk.toFixed(1)} µs CPU, the fake upstream ${upstream.toFixed(1)} µs per request (${(sdk / upstream).toFixed(2)}×); ` +
+    `${Math.round(runs.reduce((n, s) => n + s.calls, 0) / seconds)} calls/s`)
+}
+nodeFetch.close()
+await fake.stop()
