@@ -106,8 +106,9 @@ async function start (options) {
   running.push(child)
   return child
 }
+/** Stops the servers given (an optional one may be undefined). */
 async function stop (...children) {
-  await Promise.all(children.map(async (child) => {
+  await Promise.all(children.filter((child) => child !== undefined).map(async (child) => {
     const index = running.indexOf(child)
     if (index !== -1) running.splice(index, 1)
     await child.stop()
@@ -625,7 +626,7 @@ async function main () {
       await sleep(500)
       results.soak = { ...await soakScenario(service), delayMs }
     }
-    await stop(service, naive, fake, ...(floor === undefined ? [] : [floor]))
+    await stop(service, naive, fake, floor)
 
     if (config.only.includes('openai')) {
       const fakeOpenAI = await startFakeOpenAI(delayMs)

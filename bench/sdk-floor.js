@@ -9,6 +9,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createNodeFetch } from '../dist/lib/llm/node-fetch.js'
 import { cpuSeconds, startChild } from './lib/proc.js'
+import { BENCH_UPSTREAM_KEY } from './lib/service-env.js'
 import { median } from './lib/streams.js'
 
 const seconds = Number(process.argv[2] ?? 5)
@@ -18,8 +19,8 @@ const fake = await startChild({ name: 'fake', script: join(here, 'servers/fake.j
 const baseURL = `http://127.0.0.1:${fake.port}`
 const nodeFetch = createNodeFetch()
 const clients = {
-  'global fetch (undici)': new Anthropic({ baseURL, apiKey: 'bench-upstream-key', maxRetries: 0 }),
-  'node:http fetch (the service\'s)': new Anthropic({ baseURL, apiKey: 'bench-upstream-key', maxRetries: 0, fetch: nodeFetch.fetch }),
+  'global fetch (undici)': new Anthropic({ baseURL, apiKey: BENCH_UPSTREAM_KEY, maxRetries: 0 }),
+  'node:http fetch (the service\'s)': new Anthropic({ baseURL, apiKey: BENCH_UPSTREAM_KEY, maxRetries: 0, fetch: nodeFetch.fetch }),
 }
 const params = { model: 'claude-sonnet-5-5', max_tokens: 4096, messages: [{ role: /** @type {const} */ ('user'), content: 'Hello, bench: say something.' }] }
 

@@ -44,12 +44,10 @@ export function loadConfig (options: LoadConfigOptions = {}) {
   // The real environment wins over the file.
   const read = readEnvValues(EnvSchema, [fromFile, source])
   if (!read.ok) {
-    const got = source[read.issue.name] || fromFile[read.issue.name]
-    throw new ConfigError(`Invalid configuration: ${read.issue.name} ${read.issue.message}` +
-      (got === undefined ? '' : ` (got ${JSON.stringify(got)})`))
+    const { name, message, got } = read.issue
+    throw new ConfigError(`Invalid configuration: ${name} ${message}` + (got === undefined ? '' : ` (got ${JSON.stringify(got)})`))
   }
-  const env = read.value
-  return resolveConfig(env, source)
+  return resolveConfig(read.value, source)
 }
 
 /** Names proxy-addr (Fastify's trustProxy) accepts for whole ranges. */

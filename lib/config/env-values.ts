@@ -7,8 +7,8 @@ import { parseEnv } from 'node:util'
 import type { Static, TObject, TSchema } from 'typebox'
 import { Check, Default, Errors } from 'typebox/value'
 
-/** The first problem found: the setting (a property of the schema) and Ajv's wording of it. */
-export interface EnvIssue { name: string, message: string }
+/** The first problem found: the setting (a property of the schema), Ajv's wording of it, and the string read, if any. */
+export interface EnvIssue { name: string, message: string, got: string | undefined }
 
 export type EnvValues<T extends TObject> = { ok: true, value: Static<T> } | { ok: false, issue: EnvIssue }
 
@@ -46,15 +46,19 @@ function coerce (schema: TSchema, value: string): unknown {
  * line of a `.env` file usually means), coerced, with their defaults, checked against the schema.
  */
 export function readEnvValues<T extends TObject> (schema: T, sources: ReadonlyArray<Record<string, string | undefined>>): EnvValues<T> {
+  const read: Record<string, string> = {}
   const values: Record<string, unknown> = {}
   for (const [name, property] of Object.entries(schema.properties)) {
     for (const source of sources) {
       const value = source[name]
-      if (value !== undefined && value !== '') values[name] = coerce(property, value)
+      if (value !== undefined && value !== '') read[name] = value
     }
+    const value = read[name]
+    if (value !== undefined) values[name] = coerce(property, value)
   }
   Default(schema, values)
   if (Check(schema, values)) return { ok: true, value: values as Static<T> }
   const [error] = Errors(schema, values)
-  return { ok: false, issue: { name: error?.instancePath.replace(/^\//, '') || 'configuration', message: error?.message ?? 'is invalid' } }
+  const name = error?.instancePath.replace(/^\//, '') || 'configuration'
+  return { ok: false, issue: { name, message: error?.message ?? 'is invalid', got: read[name] } }
 }
