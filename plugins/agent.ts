@@ -239,7 +239,7 @@ function createAgent (app: FastifyInstance) {
     const sse = openSseStream(request, reply, {
       heartbeatMs: config.SSE_HEARTBEAT_SECONDS * 1000,
       registry: app.streams,
-      formatError: (message) => format.error(message, usage.report()),
+      formatError: (message, cause) => format.error(message, usage.report(), { cause, byModel: usage.byModel() }),
     })
     return { sink: clientSink(sse), followed: Promise.resolve() }
   }
@@ -277,7 +277,7 @@ function createAgent (app: FastifyInstance) {
         resumable?: StreamLayout
         onOpen?: (streamId: string) => Promise<void>
         /** A continuation's answered calls in the model's order, once claimed (before any payload). */
-        onAnswered?: (answered: Array<{ toolCallId: string, approved: boolean }>) => void
+        onAnswered?: (answered: Array<{ toolCallId: string, approved: boolean, reason?: string | undefined }>) => void
         /** Send nothing, headers included, before the first payload; an error before it is thrown (a plain HTTP error). */
         deferHeaders?: boolean
         /** Awaited before the payloads that end the stream are sent (with `deferHeaders`): the run's state at its end. */
@@ -295,7 +295,7 @@ function createAgent (app: FastifyInstance) {
         const decisions = run.decisions
         options.onAnswered?.(run.state.pending.flatMap((call) => {
           const decision = decisions.get(call.id)
-          return decision === undefined ? [] : [{ toolCallId: call.id, approved: decision.approved }]
+          return decision === undefined ? [] : [{ toolCallId: call.id, approved: decision.approved, reason: decision.reason }]
         }))
       }
       const usage = new UsageTally(run.state.usage)
@@ -306,7 +306,7 @@ function createAgent (app: FastifyInstance) {
         const open = () => openSseStream(request, reply, {
           heartbeatMs: config.SSE_HEARTBEAT_SECONDS * 1000,
           registry: app.streams,
-          formatError: (message) => format.error(message, usage.report()),
+          formatError: (message, cause) => format.error(message, usage.report(), { cause, byModel: usage.byModel() }),
         })
         const { beforeEnd } = options
         const deferred = deferredSink(request, reply, {
@@ -322,8 +322,10 @@ function createAgent (app: FastifyInstance) {
         return
       }
       // The first model call is admitted (budgets) before any byte: a refusal is a plain HTTP error, except on
-      // the UI route, whose protocol ends its 200 stream with an error chunk instead.
-      if (format.name !== 'ui') {
+      // the UI route, whose protocol ends its 200 stream with an error chunk instead, and a continuation whose format
+      // opens it at once (its approved calls run first, README "Tool approval").
+      const opensAtOnce = format.name === 'ui' || ('continuation' in spec && format.continuationOpensAtOnce === true)
+      if (!opensAtOnce) {
         const admitted = watchFirstCall(run)
         const deferred = deferredSink(request, reply)
         const pumping = service.stream(contextOf(request, reply, deferred.sink.signal), run, format, deferred.sink)
