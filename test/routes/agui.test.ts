@@ -136,3 +136,91 @@ test('a call without text: its tool calls share one parent id that names no text
   t.same(run.events.filter((e) => e.type === 'TOOL_CALL_RESULT').map((e) => [e['toolCallId'], e['content']]), [['toolu_a', '2'], ['toolu_b', '4']])
   t.match(agent.messages[1], { role: 'assistant', toolCalls: [{ id: 'toolu_a' }, { id: 'toolu_b' }] })
 })
+
+const WEATHER = { name: 'get_weather', description: 'The weather in a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } }
+
+test('a frontend tool round trip: the run ends success with pendingToolCallIds; the client sends the tool message in the next run', async (t) => {
+  const { fake, base } = await setup(t)
+  fake.enqueue({
+    kind: 'tool_use',
+    text: 'Let me look.',
+    tools: [{ name: CALC, input: { expression: '2+3' }, id: 'toolu_s1' }, { name: 'get_weather', input: { city: 'Oslo' }, id: 'toolu_f1' }],
+  })
+  const agent = newAgent(base, { threadId: 'thread-frontend' })
+  agent.addMessage(userMessage('weather in Oslo, and 2+3'))
+  const run = await runAgent(agent, { tools: [WEATHER] })
+  assertClean(t, run)
+  t.same(eventTypes(run.events), [
+    'RUN_STARTED', 'TEXT_MESSAGE_START', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_END',
+    'TOOL_CALL_START', 'TOOL_CALL_ARGS', 'TOOL_CALL_END', 'TOOL_CALL_RESULT',
+    'TOOL_CALL_START', 'TOOL_CALL_ARGS', 'TOOL_CALL_END', 'RUN_FINISHED',
+  ], 'the turn\'s server call runs first, with its events; the frontend call waits')
+  t.match(run.events.at(-1), { outcome: { type: 'success', pendingToolCallIds: ['toolu_f1'] } })
+  t.equal(fake.requests.length, 1, 'no model call after a turn that called a frontend tool')
+  const offered = (fake.requests[0]?.body.tools ?? []).map((tool) => tool['name'])
+  t.ok(offered.includes('get_weather') && offered.includes(CALC), 'server and frontend tools offered together')
+  t.match(fake.requests[0]?.body.tools?.find((tool) => tool['name'] === 'get_weather'), { input_schema: WEATHER.parameters })
+
+  // The client runs its tool and sends the tool message with the next run.
+  const call = agent.messages.flatMap((m) => m.role === 'assistant' ? m.toolCalls ?? [] : []).find((c) => c.id === 'toolu_f1')
+  t.match(call, { function: { name: 'get_weather', arguments: '{"city":"Oslo"}' } })
+  agent.addMessage({ id: randomUUID(), role: 'tool', toolCallId: 'toolu_f1', content: 'Rain, 8 °C' })
+  fake.enqueue({ kind: 'text', text: 'Rainy, and 5.' })
+  const next = await runAgent(agent, { tools: [WEATHER] })
+  assertClean(t, next)
+  t.match(next.events.at(-1), { type: 'RUN_FINISHED', outcome: { type: 'success' } })
+  t.same(upstreamMessages(fake, 1).slice(1, 3), [
+    {
+      role: 'assistant',
+      content: [
+        { type: 'text', text: 'Let me look.' },
+        { type: 'tool_use', id: 'toolu_s1', name: CALC, input: { expression: '2+3' } },
+        { type: 'tool_use', id: 'toolu_f1', name: 'get_weather', input: { city: 'Oslo' } },
+      ],
+    },
+    {
+      role: 'user',
+      content: [
+        { type: 'tool_result', tool_use_id: 'toolu_s1', content: '5' },
+        { type: 'tool_result', tool_use_id: 'toolu_f1', content: 'Rain, 8 °C' },
+      ],
+    },
+  ], 'the server call\'s result (from TOOL_CALL_RESULT) and the client\'s, in the model\'s order')
+})
+
+test('a call with no tool message reaches the model as not run; a tool message with an error is an error result', async (t) => {
+  const { fake, base } = await setup(t)
+  fake.enqueue({ kind: 'text', text: 'ok' })
+  const response = await postJson(base + PATH, {
+    threadId: 't-missing',
+    runId: 'r1',
+    messages: [
+      { id: 's', role: 'system', content: 'Be brief.' },
+      { id: 'd', role: 'developer', content: 'Use metric units.' },
+      userMessage('go', 'u1'),
+      { id: 'a1', role: 'assistant', content: '', toolCalls: [{ id: 'c1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Rome"}' } }, { id: 'c2', type: 'function', function: { name: 'get_weather', arguments: '{}' } }] },
+      { id: 'tm', role: 'tool', toolCallId: 'c2', content: '', error: 'no such city' },
+      { id: 'r', role: 'reasoning', content: 'thinking' },
+      { id: 'act', role: 'activity', activityType: 'plan', content: { step: 1 } },
+      userMessage([{ type: 'text', text: 'and now?' }], 'u2'),
+    ],
+    context: [{ description: 'User name', value: 'Ada' }, { description: 'Time zone', value: 'UTC' }],
+    state: { any: ['thing'] },
+    forwardedProps: { other: true },
+  })
+  const events = await readAguiStream(response)
+  t.equal(events.at(-1)?.type, 'RUN_FINISHED')
+  t.equal(fake.requests[0]?.body.system, 'Be brief.\n\nUse metric units.\n\nUser name: Ada\nTime zone: UTC')
+  t.same(upstreamMessages(fake, 0), [
+    { role: 'user', content: [{ type: 'text', text: 'go' }] },
+    { role: 'assistant', content: [{ type: 'tool_use', id: 'c1', name: 'get_weather', input: { city: 'Rome' } }, { type: 'tool_use', id: 'c2', name: 'get_weather', input: {} }] },
+    {
+      role: 'user',
+      content: [
+        { type: 'tool_result', tool_use_id: 'c1', content: 'Tool call not run: no result was sent.', is_error: true },
+        { type: 'tool_result', tool_use_id: 'c2', content: 'no such city', is_error: true },
+        { type: 'text', text: 'and now?' },
+      ],
+    },
+  ])
+})
