@@ -28,7 +28,7 @@ async function setup (t: Test, env: Record<string, string> = {}) {
 }
 
 /** A thread paused on one mail__send call (`toolu_m1`, to ada): the agent and its interrupt. */
-async function paused (t: Test, base: string, fake: Awaited<ReturnType<typeof setup>>['fake'], threadId = randomUUID()) {
+async function paused (t: Test, base: string, fake: Awaited<ReturnType<typeof setup>>['fake'], threadId: string = randomUUID()) {
   fake.enqueue({ kind: 'tool_use', text: 'Sending.', tools: [{ name: 'mail__send', input: { to: 'ada' }, id: 'toolu_m1' }] })
   const agent = newAgent(base, { threadId })
   agent.addMessage({ id: randomUUID(), role: 'user', content: 'mail Ada' })

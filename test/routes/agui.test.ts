@@ -2,9 +2,9 @@
 // real socket, the real Anthropic SDK behind it talking to the fake Anthropic server; every event parsed with @ag-ui/core.
 import { test, type Test } from 'tap'
 import { randomUUID } from 'node:crypto'
-import { ROOMY_LIMITS, eventually, upstreamMessages } from '../helpers/agent.js'
+import { ROOMY_LIMITS, upstreamMessages } from '../helpers/agent.js'
 import { buildFakeApp, listen, postJson, waitForConversations } from '../helpers/fake-app.js'
-import { assertSseHeaders, sseItems } from '../helpers/sse-client.js'
+import { assertSseHeaders } from '../helpers/sse-client.js'
 import { eventError, eventTypes, newAgent, readAguiStream, runAgent, textOf, type AguiEventJson, type AgentRun } from '../helpers/agui.js'
 
 const PATH = '/api/v1/agui'
@@ -17,7 +17,7 @@ function assertClean (t: Test, run: AgentRun): void {
   for (const event of run.events) t.equal(eventError(event), undefined, `${event.type} passes @ag-ui/core's EventSchema`)
 }
 
-const userMessage = (content: unknown, id = randomUUID()) => ({ id, role: 'user' as const, content })
+const userMessage = (content: string | Array<{ type: 'text', text: string }>, id: string = randomUUID()) => ({ id, role: 'user' as const, content })
 
 async function setup (t: Test, env: Record<string, string> = {}) {
   const { app, fake, logs } = await buildFakeApp(t, { ...ROOMY_LIMITS, ...env })
