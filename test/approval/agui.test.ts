@@ -8,6 +8,7 @@ import { ROOMY_LIMITS, upstreamMessages } from '../helpers/agent.js'
 import { countingTool, isApprovalId } from '../helpers/approval.js'
 import { buildFakeApp, listen, postJson, waitForConversations } from '../helpers/fake-app.js'
 import { eventError, eventTypes, newAgent, runAgent, type AgentRun } from '../helpers/agui.js'
+import { sseEvents } from '../helpers/sse-client.js'
 
 const PATH = '/api/v1/agui'
 const CALC = 'calculate_expression'
@@ -213,4 +214,35 @@ test('refused resumes: 422 shapes and unanswered interrupts, 404 for unknown ids
   assertClean(t, resumed)
   t.same(resumed.events.filter((e) => e.type === 'TOOL_CALL_RESULT').map((e) => e['content']), ['sent to x', 'sent to y'])
   t.same(mail.runs, [{ to: 'x' }, { to: 'y' }])
+})
+
+test('a resumed run\'s stream opens before its approved call runs (RUN_STARTED while a slow tool works)', async (t) => {
+  const { app, fake, base } = await setup(t)
+  let release: () => void = () => {}
+  const released = new Promise<void>((resolve) => { release = resolve })
+  const slow = countingTool('mail__slow')
+  const run = slow.tool.run
+  slow.tool.run = async (input, options) => { await released; return await run(input, options) }
+  app.tools.setSource('mcp:mail', [slow.tool])
+  fake.enqueue({ kind: 'tool_use', tools: [{ name: 'mail__slow', input: { to: 'cy' }, id: 'toolu_slow' }] })
+  const agent = newAgent(base)
+  agent.addMessage({ id: randomUUID(), role: 'user', content: 'slow mail' })
+  const first = await runAgent(agent)
+  assertClean(t, first)
+  const interrupt = agent.pendingInterrupts[0]
+  fake.enqueue({ kind: 'text', text: 'Sent slowly.' })
+  const response = await postJson(base + PATH, {
+    threadId: agent.threadId, runId: 'slow-resume', messages: [], resume: [{ interruptId: interrupt?.id, status: 'resolved', payload: { approved: true } }],
+  })
+  t.equal(response.status, 200, 'headers before the tool returned')
+  const reader = sseEvents(response)
+  const opened = await reader.next()
+  t.match(JSON.parse(String(opened.value)), { type: 'RUN_STARTED', runId: 'slow-resume' })
+  t.equal(slow.runs.length, 0, 'the tool is still working')
+  release()
+  const rest: string[] = []
+  for (let step = await reader.next(); step.done !== true; step = await reader.next()) rest.push(JSON.parse(step.value).type as string)
+  t.same(rest.slice(0, 1), ['TOOL_CALL_RESULT'])
+  t.equal(rest.at(-1), 'RUN_FINISHED')
+  t.same(slow.runs, [{ to: 'cy' }])
 })
