@@ -5,7 +5,7 @@ import type { AgentEvent } from '../../agent/events.js'
 import type { PausedEnding, StreamFailure, StreamFormat } from '../../agent/stream-format.js'
 import type { PendingCall } from '../../agent/state.js'
 import type { UsageSummary } from '../../domain/types.js'
-import { AgentError, HttpError, IterationLimitError, LLMServiceError, ShutdownError } from '../../domain/errors.js'
+import { AgentError, HttpError, IterationLimitError, LLMServiceError, ShutdownError, StoreUnavailableError } from '../../domain/errors.js'
 import { denialText } from '../../agent/run.js'
 
 /** The protocol version RUN_STARTED names. */
@@ -42,6 +42,7 @@ export function errorCodeOf (cause: unknown): AguiErrorCode {
   if (cause instanceof IterationLimitError) return 'max_iterations'
   // A model stream that ended without its message is the model's failure too.
   if (cause instanceof AgentError) return 'model_error'
+  if (cause instanceof StoreUnavailableError) return 'unavailable'
   if (cause instanceof HttpError) {
     if (cause.statusCode === 429) return 'budget_exceeded'
     if (cause.statusCode === 503) return 'unavailable'

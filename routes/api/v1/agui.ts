@@ -2,7 +2,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { EXPIRED_TEXT, SUPERSEDED_TEXT } from '../../../lib/agent/approvals.js'
-import { HttpError } from '../../../lib/domain/errors.js'
+import { StoreUnavailableError } from '../../../lib/domain/errors.js'
 import { aguiErrors } from '../../../lib/dialects/agui/errors.js'
 import { createAguiStream } from '../../../lib/dialects/agui/format.js'
 import { readAguiInput, readResume } from '../../../lib/dialects/agui/input.js'
@@ -26,7 +26,7 @@ function tooDeep (path: JsonPath): Error {
 
 /** The approval store failed: a 503 before the stream. */
 function storeDown (error: unknown): never {
-  throw new HttpError(503, 'Approval store unavailable, please retry later', { 'retry-after': '1' }, { cause: error })
+  throw new StoreUnavailableError('Approval', { cause: error })
 }
 
 const detail = Type.Ref('DetailError')
