@@ -338,6 +338,8 @@ export function responsesEvents (options: { model: string, builder: ReturnType<t
   }
   const format: StreamFormat = {
     name: 'openai-responses',
+    // Nothing before the model's first output: a refusal or failure before it is a plain HTTP error in the OpenAI shape.
+    opening: 'on-first-output',
     event: onEvent,
     done: ({ usage, finishReason }) => finish(finishedStatus(finishReason), usage, opening()),
     paused: ({ usage, pending, finishReason }) => {

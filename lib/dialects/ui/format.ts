@@ -118,6 +118,8 @@ export function createUiMessageStream (options: UiMessageStreamOptions): StreamF
 
   return {
     name: 'ui',
+    // The protocol ends its 200 stream with an error chunk: even a budget refusal of the first call travels inside it.
+    opening: 'at-once',
     event (event: AgentEvent) {
       const out: string[] = []
       readAnswers()
