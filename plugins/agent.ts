@@ -131,8 +131,6 @@ function createAgent (app: FastifyInstance) {
       options: {
         resumable?: StreamLayout
         onOpen?: (streamId: string) => Promise<void>
-        /** A continuation's answered calls in the model's order, once claimed (before any payload). */
-        onAnswered?: (answered: Array<{ toolCallId: string, approved: boolean }>) => void
         /** Awaited before the payloads that end the stream are sent: the run's state at its end. */
         beforeEnd?: (state: RunState) => Promise<void>
       } = {}
@@ -144,13 +142,6 @@ function createAgent (app: FastifyInstance) {
       const run = 'continuation' in spec
         ? await service.prepareContinuation(context, spec.continuation, format.name)
         : await service.prepare(context, spec, format.name)
-      if (run.decisions !== undefined) {
-        const decisions = run.decisions
-        options.onAnswered?.(run.state.pending.flatMap((call) => {
-          const decision = decisions.get(call.id)
-          return decision === undefined ? [] : [{ toolCallId: call.id, approved: decision.approved }]
-        }))
-      }
       const usage = new UsageTally(run.state.usage)
       const opening = format.opening ?? 'after-first-call'
       const { beforeEnd } = options

@@ -323,6 +323,9 @@ export function responsesEvents (options: { model: string, builder: ReturnType<t
         const payloads = closeMessage([])
         return payloads.length === 0 ? null : payloads
       }
+      // Responses never pause for approval: nothing resumes.
+      case 'resumed':
+        return null
     }
   }
   /** Ends the stream after `payloads` (which begin with the opening when the stream had none). */
