@@ -242,7 +242,7 @@ export function denialText (reason: string | undefined): string {
 }
 
 /**
- * Continues a paused run with a person's answers (by call id): an approved call runs exactly as the model
+ * Continues a paused run with a person's answers (by call id), first telling them (`resumed`): an approved call runs exactly as the model
  * made it (the tool and input kept in the state), with its usual events; a denied one runs nothing and the
  * model reads the denial as its error result. Then the turn closes and the run goes on as {@link drive}.
  */
@@ -250,14 +250,18 @@ export async function * resume (
   state: RunState, ports: RunPorts, options: RunOptions, decisions: ReadonlyMap<string, ApprovalDecision>
 ): AsyncGenerator<AgentEvent, RunState> {
   throwIfAborted(options.signal)
+  const answered: Array<{ toolCallId: string, approved: boolean, reason?: string | undefined }> = []
   for (const call of state.pending) {
     // The client's own calls of the turn (frontend tools) wait for the client still.
     if (call.kind === 'client') continue
     const decision = decisions.get(call.id)
     if (call.kind !== 'approval' || decision === undefined) throw new AgentError(`No answer for the waiting call ${call.id}`)
+    answered.push({ toolCallId: call.id, approved: decision.approved, reason: decision.reason })
     if (decision.approved) call.kind = 'run'
     else state.results.push(resultBlock(call, { content: denialText(decision.reason), isError: true }))
   }
+  yield { type: 'resumed', answered }
+  // Approved calls run now; the client's own calls of the turn stay pending.
   state.pending = state.pending.filter((call) => call.kind !== 'approval')
   yield * runPendingCalls(state, ports, options)
   if (state.pending.length > 0) {

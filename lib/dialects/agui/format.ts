@@ -59,12 +59,6 @@ export interface AguiStreamOptions {
   providerOf: (model: string) => string
   /** Makes message ids; default random UUIDs. */
   newId?: () => string
-  /**
-   * A run that resumes interrupts: its answered calls in the model's order (read at the first event, once the
-   * answers are claimed). Their results go out as TOOL_CALL_RESULT against the original ids, without a second
-   * TOOL_CALL_START; a denied call's result is the text the model reads.
-   */
-  answered?: () => ReadonlyArray<{ toolCallId: string, approved: boolean, reason?: string | undefined }>
 }
 
 /**
@@ -85,18 +79,11 @@ export function createAguiStream (options: AguiStreamOptions): StreamFormat {
   let parentId: string | undefined
   /** A model call was made in this run (its pending calls are this run's to announce). */
   let stepSeen = false
-  // A resumed run's answered calls: results wait here until every approved one ran, then go out in the model's order.
-  let answered: Map<string, { approved: boolean, reason?: string | undefined }> | undefined
+  // A resumed run's answered calls (its `resumed` event, the run's first): results wait here until every approved one
+  // ran, then go out in the model's order against the original ids, without a second TOOL_CALL_START.
+  let answered = new Map<string, { approved: boolean, reason?: string | undefined }>()
   const outputs = new Map<string, string>()
-  let answersSent = false
-
-  function readAnswers (): Map<string, { approved: boolean, reason?: string | undefined }> {
-    if (answered === undefined) {
-      answered = new Map((options.answered?.() ?? []).map((call) => [call.toolCallId, { approved: call.approved, reason: call.reason }]))
-      answersSent = answered.size === 0
-    }
-    return answered
-  }
+  let answersSent = true
 
   function begin (out: string[]): void {
     if (started) return
@@ -115,13 +102,12 @@ export function createAguiStream (options: AguiStreamOptions): StreamFormat {
 
   /** The answered calls' results, once every approved one ran (or now, `force`: the run goes on or ends). */
   function sendAnswers (out: string[], force = false): void {
-    const calls = readAnswers()
     if (answersSent) return
-    const approved = [...calls.values()].filter((call) => call.approved).length
+    const approved = [...answered.values()].filter((call) => call.approved).length
     if (!force && outputs.size < approved) return
     answersSent = true
     begin(out)
-    for (const [toolCallId, call] of calls) {
+    for (const [toolCallId, call] of answered) {
       const output = call.approved ? outputs.get(toolCallId) : denialText(call.reason)
       if (output !== undefined) out.push(result(toolCallId, output))
     }
@@ -176,8 +162,12 @@ export function createAguiStream (options: AguiStreamOptions): StreamFormat {
     event (agentEvent: AgentEvent) {
       const out: string[] = []
       begin(out)
-      const calls = readAnswers()
-      if (!answersSent && (agentEvent.type === 'tool_call' || agentEvent.type === 'tool_result') && calls.has(agentEvent.callId)) {
+      if (agentEvent.type === 'resumed') {
+        answered = new Map(agentEvent.answered.map((call) => [call.toolCallId, { approved: call.approved, reason: call.reason }]))
+        answersSent = answered.size === 0
+        return out.length > 0 ? out : null
+      }
+      if (!answersSent && (agentEvent.type === 'tool_call' || agentEvent.type === 'tool_result') && answered.has(agentEvent.callId)) {
         // An approved call of the resumed turn: the client holds its call already; its result goes out in order.
         if (agentEvent.type === 'tool_result') {
           outputs.set(agentEvent.callId, agentEvent.output)

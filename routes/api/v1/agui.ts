@@ -86,22 +86,15 @@ const aguiRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const pendingIds = new Set(open.map((approval) => approval.id))
     // A `cancelled` entry for an interrupt that no longer waits records nothing; a `resolved` one is answered (404, 409).
     const answers = resume.filter((entry) => entry.status === 'resolved' || pendingIds.has(entry.id))
-    const format = (answered?: () => ReadonlyArray<{ toolCallId: string, approved: boolean, reason?: string | undefined }>) => createAguiStream({
-      threadId: body.threadId,
-      runId: body.runId,
-      parentRunId: body.parentRunId,
-      providerOf,
-      ...(answered === undefined ? {} : { answered }),
-    })
+    const format = createAguiStream({ threadId: body.threadId, runId: body.runId, parentRunId: body.parentRunId, providerOf })
 
     if (answers.length > 0) {
-      let calls: Array<{ toolCallId: string, approved: boolean, reason?: string | undefined }> = []
       const continuation = {
         ...scope,
         answers: answers.map(({ id, approved, reason }) => ({ id, approved, reason })),
         loc: ['body', 'resume'],
       }
-      await app.agent.stream(request, reply, { continuation }, format(() => calls), { onAnswered: (list) => { calls = list } })
+      await app.agent.stream(request, reply, { continuation }, format)
       return reply
     }
 
@@ -124,7 +117,7 @@ const aguiRoutes: FastifyPluginAsyncTypebox = async (app) => {
       conversationId: body.threadId,
       approval: scope,
     }
-    await app.agent.stream(request, reply, spec, format())
+    await app.agent.stream(request, reply, spec, format)
     return reply
   })
 }
