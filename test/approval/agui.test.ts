@@ -9,6 +9,7 @@ import { countingTool, isApprovalId } from '../helpers/approval.js'
 import { buildFakeApp, listen, postJson, waitForConversations } from '../helpers/fake-app.js'
 import { eventError, eventTypes, newAgent, runAgent, type AgentRun } from '../helpers/agui.js'
 import { sseEvents } from '../helpers/sse-client.js'
+import { createMemoryRunStore, type RunStore } from '../../lib/stores/run-store.js'
 
 const PATH = '/api/v1/agui'
 const CALC = 'calculate_expression'
@@ -245,4 +246,43 @@ test('a resumed run\'s stream opens before its approved call runs (RUN_STARTED w
   t.same(rest.slice(0, 1), ['TOOL_CALL_RESULT'])
   t.equal(rest.at(-1), 'RUN_FINISHED')
   t.same(slow.runs, [{ to: 'cy' }])
+})
+
+test('the approval store down: a run that must pause ends RUN_ERROR unavailable without running the call; a resume is 503', async (t) => {
+  const real = createMemoryRunStore({ ttlSeconds: 60, retainSeconds: 60, maxRuns: 10 })
+  const down = { save: false, all: false }
+  const guard = <T>(which: boolean, call: () => Promise<T>): Promise<T> => which || down.all ? Promise.reject(new Error('Connection is closed')) : call()
+  const runs: RunStore = {
+    save: async (...args) => await guard(down.save, async () => await real.save(...args)),
+    lookup: async (...args) => await guard(false, async () => await real.lookup(...args)),
+    get: async (...args) => await guard(false, async () => await real.get(...args)),
+    answer: async (...args) => await guard(false, async () => await real.answer(...args)),
+    waiting: async (...args) => await guard(false, async () => await real.waiting(...args)),
+    supersede: async (...args) => await guard(false, async () => await real.supersede(...args)),
+    drop: async (...args) => await guard(false, async () => await real.drop(...args)),
+    close: async () => await real.close(),
+  }
+  const { app, fake } = await buildFakeApp(t, { ...ROOMY_LIMITS, TOOL_APPROVAL_REQUIRED: 'mail__*' }, {}, { stores: { runs } })
+  const mail = countingTool()
+  app.tools.setSource('mcp:mail', [mail.tool])
+  const base = await listen(t, app)
+  const { agent, interrupt } = await paused(t, base, fake)
+
+  down.save = true
+  fake.enqueue({ kind: 'tool_use', tools: [{ name: 'mail__send', input: { to: 'b' }, id: 'toolu_b' }] })
+  const other = newAgent(base)
+  other.addMessage({ id: randomUUID(), role: 'user', content: 'mail b' })
+  const failed = await runAgent(other)
+  t.same(failed.warnings, [])
+  for (const event of failed.events) t.equal(eventError(event), undefined)
+  t.same(eventTypes(failed.events), ['RUN_STARTED', 'RUN_ERROR'])
+  t.match(failed.events.at(-1), { code: 'unavailable', message: 'Approval store unavailable, please retry later', usage: [{ model: 'claude-sonnet-5-5' }] })
+
+  down.all = true
+  const resume = await postJson(base + PATH, {
+    threadId: agent.threadId, runId: randomUUID(), messages: [], resume: [{ interruptId: interrupt?.id, status: 'resolved', payload: { approved: true } }],
+  })
+  t.equal(resume.status, 503)
+  t.same(await resume.json(), { detail: 'Approval store unavailable, please retry later' })
+  t.equal(mail.runs.length, 0, 'no call ran')
 })
