@@ -3,6 +3,7 @@
 import type { ApprovalAnswer } from '../../agent/approvals.js'
 import type { ChatTurn, ContentBlock, ImageBlock, ToolResultBlock, ToolSpec, ToolUseBlock } from '../../domain/types.js'
 import { parseImage } from '../../input/images.js'
+import { jsonFieldIssue as boundedJsonIssue } from '../../input/json-bounds.js'
 import { RequestValidationError, type ValidationIssue } from '../../input/validation.js'
 import { MAX_AGUI_FIELD_BYTES, MAX_AGUI_FIELD_DEPTH, type AguiRunInputBody } from '../../../schemas/agui.js'
 
@@ -16,30 +17,9 @@ type Loc = Array<string | number>
 const isPlainObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value)
 
-/** Levels of nesting of a JSON value (a scalar is 0), without recursion; stops once past `limit`. */
-function jsonDepth (value: unknown, limit: number): number {
-  let deepest = 0
-  const stack: Array<[unknown, number]> = [[value, 0]]
-  while (stack.length > 0) {
-    const [item, depth] = stack.pop() as [unknown, number]
-    if (typeof item !== 'object' || item === null) continue
-    const level = depth + 1
-    if (level > deepest) deepest = level
-    if (deepest > limit) return deepest
-    for (const child of Object.values(item)) stack.push([child, level])
-  }
-  return deepest
-}
-
 /** The issue of a free-form JSON field over 64 KB or 32 levels, else undefined. */
-export function jsonFieldIssue (value: unknown, loc: Loc): ValidationIssue | undefined {
-  if (jsonDepth(value, MAX_AGUI_FIELD_DEPTH) > MAX_AGUI_FIELD_DEPTH) {
-    return { loc, msg: `Input should be at most ${MAX_AGUI_FIELD_DEPTH} levels deep`, type: 'too_deep' }
-  }
-  if (Buffer.byteLength(JSON.stringify(value) ?? '') > MAX_AGUI_FIELD_BYTES) {
-    return { loc, msg: `Input should be at most ${MAX_AGUI_FIELD_BYTES} bytes of JSON`, type: 'too_long' }
-  }
-  return undefined
+function jsonFieldIssue (value: unknown, loc: Loc): ValidationIssue | undefined {
+  return boundedJsonIssue(value, loc, { maxBytes: MAX_AGUI_FIELD_BYTES, maxDepth: MAX_AGUI_FIELD_DEPTH })
 }
 
 /** Limits of one conversion, and what the service knows. */
