@@ -224,3 +224,24 @@ test('a call with no tool message reaches the model as not run; a tool message w
     },
   ])
 })
+
+test('usage with prompt caching: cache writes, then reads, are parts of inputTokens', async (t) => {
+  const { fake, base } = await setup(t, { PROMPT_CACHING: 'true' })
+  const system = { id: 'sys', role: 'system' as const, content: 'You answer questions about a long manual. '.repeat(200) }
+  const usageOf = async (): Promise<Record<string, number>> => {
+    fake.enqueue({ kind: 'text', text: 'Sure.' })
+    const agent = newAgent(base)
+    agent.addMessage(system)
+    agent.addMessage(userMessage('hello'))
+    const run = await runAgent(agent)
+    assertClean(t, run)
+    return (run.events.at(-1)?.['usage'] as Array<Record<string, number>>)[0] ?? {}
+  }
+  const first = await usageOf()
+  t.ok((first['cacheWriteInputTokens'] ?? 0) > 0, `the first run writes the cache (${JSON.stringify(first)})`)
+  t.ok((first['inputTokens'] ?? 0) >= (first['cacheWriteInputTokens'] ?? 0) + (first['cachedInputTokens'] ?? 0))
+  const second = await usageOf()
+  t.ok((second['cachedInputTokens'] ?? 0) > 0, `the second run reads it (${JSON.stringify(second)})`)
+  t.ok((second['inputTokens'] ?? 0) >= (second['cachedInputTokens'] ?? 0) + (second['cacheWriteInputTokens'] ?? 0))
+  t.equal(second['totalTokens'], (second['inputTokens'] ?? 0) + (second['outputTokens'] ?? 0))
+})
