@@ -123,10 +123,10 @@ export async function installTracing (app: FastifyInstance, config: TracingConfi
 
   const sdk = await createTracingSdk(config, {
     onDropped: (reason, count) => { dropped.inc({ reason }, count) },
-    onExportResult: exportFailureLog(app, config.url),
+    onExportResult: exportFailureLog(app, config.shownUrl),
   })
   app.decorate('tracing', sdk)
-  app.log.info({ traces_url: config.url, protocol: config.protocol }, `tracing on: OTLP ${config.protocol} to ${config.url}`)
+  app.log.info({ traces_url: config.shownUrl, protocol: config.protocol }, `tracing on: OTLP ${config.protocol} to ${config.shownUrl}`)
 
   // The server span starts where Fastify makes the request's logger, so its log lines carry the trace fields
   // from one child logger (a second child per request cost more than the spans themselves).
