@@ -1,8 +1,6 @@
 // Tracing settings from the standard OTEL_* variables (README "Traces"). Pure: imports nothing of OpenTelemetry,
 // so the service can decide whether tracing is on without loading the SDK.
 
-import { redactUrlCredentials } from '../config/url-credentials.js'
-
 export type OtlpProtocol = 'http/protobuf' | 'http/json'
 export type SamplerName =
   | 'always_on' | 'always_off' | 'traceidratio'
@@ -11,8 +9,6 @@ export type SamplerName =
 export interface TracingConfig {
   /** The traces URL (`/v1/traces` already appended to a base endpoint). */
   url: string
-  /** `url` as logs show it: without a `user:pass@` (DECISIONS 7). */
-  shownUrl: string
   protocol: OtlpProtocol
   /** Sent with every export; never logged. */
   headers: Record<string, string>
@@ -174,7 +170,6 @@ export function loadTracingSettings (env: Env): TracingSettings {
   return {
     config: {
       url,
-      shownUrl: redactUrlCredentials(url),
       protocol,
       headers,
       timeoutMillis,
