@@ -1,8 +1,12 @@
 // Request and answer schemas of /v1/* (README "OpenAI-compatible API"): validation of the shapes, the OpenAPI document; finer checks in the dialects.
 import { Type, type Static } from 'typebox'
+import { V2_BODY_LIMIT } from '../../../schemas/chat.js'
 
-/** Body limit of the /v1 routes that take images: 20 MB, as OpenAI's. */
-export const OPENAI_BODY_LIMIT = 20 * 1024 * 1024
+/**
+ * Fastify's cap of a /v1 body: the most images can buy. The real limit is counted as the body arrives
+ * (body-budget.ts: 1 MiB of JSON beyond image data, each image data: URL buying room as on /api/v2/chat).
+ */
+export const OPENAI_BODY_LIMIT = V2_BODY_LIMIT
 
 const Nullable = <T extends Parameters<typeof Type.Optional>[0]>(schema: T) => Type.Optional(Type.Union([schema, Type.Null()]))
 
