@@ -20,6 +20,8 @@ function safeText (text: string): string | readonly string[] {
   if (text === '[DONE]' || text.startsWith('[ERROR]')) return [text.slice(0, 1), text.slice(1)]
   if (!text.startsWith('\u0000')) return text
   // The NULs alone (no named event is only NULs), then the rest, which starts with something else.
-  const rest = text.replace(/^\u0000+/, '')
-  return rest === '' ? text : [text.slice(0, text.length - rest.length), ...[safeText(rest)].flat()]
+  let nuls = 0
+  while (text.charCodeAt(nuls) === 0) nuls++
+  const rest = text.slice(nuls)
+  return rest === '' ? text : [text.slice(0, nuls), ...[safeText(rest)].flat()]
 }
