@@ -60,9 +60,12 @@ interface StdioReadBufferHolder { _readBuffer: unknown }
 /** Characters of a JSON-RPC error's message that reach the model. */
 const MAX_SERVER_MESSAGE_CHARS = 1000
 
-/** A JSON-RPC error answer's own message (the SDK prefixes `MCP error <code>: `), cut to 1,000 characters. */
+/**
+ * A JSON-RPC error answer's own message, cut to 1,000 characters. The SDK prefixes `MCP error <code>: `, and a server
+ * on the same SDK that threw an McpError already sent its message with that prefix: every one is dropped.
+ */
 function serverMessage (error: McpError): string {
-  const message = error.message.replace(/^MCP error -?\d+: /, '').trim()
+  const message = error.message.replace(/^(?:MCP error -?\d+: )+/, '').trim()
   return message === '' ? 'no message' : message.slice(0, MAX_SERVER_MESSAGE_CHARS)
 }
 
