@@ -58,7 +58,8 @@ export const ResponsesRequestSchema = Type.Object({
   input: Type.Union([
     Type.String(),
     Type.Array(Type.Record(Type.String(), Type.Unknown()), { maxItems: 4096 }),
-  ], { description: 'A string (one user message) or an array of items: messages, function_call, function_call_output' }),
+  ], { description: 'A string (one user message) or an array of items: messages, function_call, function_call_output, ' +
+    'item_reference (a stored item of the caller), mcp_call (a server tool run sent back; never run again), reasoning (ignored)' }),
   instructions: Nullable(Type.String({ description: 'System prompt of this request only' })),
   stream: Nullable(Type.Boolean()),
   previous_response_id: Nullable(Type.String({ maxLength: 256 })),
@@ -75,6 +76,7 @@ export const ResponsesRequestSchema = Type.Object({
   temperature: Nullable(Temperature),
   metadata: Nullable(Type.Record(Type.String(), Type.String())),
   user: Nullable(Type.String({ maxLength: 256 })),
+  text: Type.Optional(Type.Unknown({ description: 'Only `{format: {type: "text"}}` (structured outputs are not offered yet: 400)' })),
   background: Nullable(Type.Boolean()),
   conversation: Type.Optional(Type.Unknown()),
   prompt: Type.Optional(Type.Unknown()),
@@ -114,6 +116,20 @@ export const OpenAIModel = Type.Object({
 })
 
 export const OpenAIModelList = Type.Object({ object: Type.Literal('list'), data: Type.Array(OpenAIModel) })
+
+export const InputItemsQuery = Type.Object({
+  order: Type.Optional(Type.String({ maxLength: 8, description: '`asc` or `desc` (default: newest first)' })),
+  after: Type.Optional(Type.String({ maxLength: 512, description: 'An item id: the page starts after it' })),
+  limit: Type.Optional(Type.String({ maxLength: 8, description: 'Items per page, 1 to 100 (default 20)' })),
+})
+
+export const InputItemList = Type.Object({
+  object: Type.Literal('list'),
+  data: Type.Array(Type.Record(Type.String(), Type.Unknown())),
+  first_id: Type.Union([Type.String(), Type.Null()]),
+  last_id: Type.Union([Type.String(), Type.Null()]),
+  has_more: Type.Boolean(),
+}, { description: 'The input items of a stored response, in OpenAI\'s list shape' })
 
 export const DeletedResponse = Type.Object({ id: Type.String(), object: Type.Literal('response'), deleted: Type.Literal(true) })
 
