@@ -79,9 +79,9 @@ export interface ListQuery { order?: string | undefined, after?: string | undefi
 /** One page of `items` (oldest first) in OpenAI's list shape: newest first by default, `after` an item id, 1..100 per page. */
 export function listPage (items: readonly Item[], query: ListQuery) {
   const order = query.order ?? 'desc'
-  if (order !== 'asc' && order !== 'desc') throw invalidRequest(`Invalid value for 'order': 'asc' or 'desc' expected.`, 'order')
+  if (order !== 'asc' && order !== 'desc') throw invalidRequest('Invalid value for \'order\': \'asc\' or \'desc\' expected.', 'order')
   const limit = query.limit === undefined ? 20 : /^\d{1,3}$/.test(query.limit) ? Number(query.limit) : Number.NaN
-  if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw invalidRequest(`Invalid value for 'limit': an integer from 1 to 100 expected.`, 'limit')
+  if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw invalidRequest('Invalid value for \'limit\': an integer from 1 to 100 expected.', 'limit')
   const ordered = order === 'asc' ? [...items] : [...items].reverse()
   let start = 0
   if (query.after !== undefined && query.after !== '') {

@@ -58,8 +58,10 @@ export const ResponsesRequestSchema = Type.Object({
   input: Type.Union([
     Type.String(),
     Type.Array(Type.Record(Type.String(), Type.Unknown()), { maxItems: 4096 }),
-  ], { description: 'A string (one user message) or an array of items: messages, function_call, function_call_output, ' +
-    'item_reference (a stored item of the caller), mcp_call (a server tool run sent back; never run again), reasoning (ignored)' }),
+  ], {
+    description: 'A string (one user message) or an array of items: messages, function_call, function_call_output, ' +
+    'item_reference (a stored item of the caller), mcp_call (a server tool run sent back; never run again), reasoning (ignored)'
+  }),
   instructions: Nullable(Type.String({ description: 'System prompt of this request only' })),
   stream: Nullable(Type.Boolean()),
   previous_response_id: Nullable(Type.String({ maxLength: 256 })),
