@@ -6,6 +6,7 @@ import { createOpenAI } from '@ai-sdk/openai'
 import { generateText, jsonSchema, stepCountIs, tool, type ModelMessage } from 'ai'
 import { MODEL, anthropicSetup } from './helpers.js'
 import { upstreamMessages } from '../helpers/agent.js'
+import { REDIS_URL, requireRedis } from '../helpers/redis.js'
 
 const CALC = 'calculate_expression'
 
@@ -151,4 +152,20 @@ test('the AI SDK\'s .responses() model: a tool loop whose first step wrote text,
   const next = await generateText({ model: openai.responses(MODEL), tools, maxRetries: 0, messages })
   t.equal(next.text, 'You are welcome.', 'a second conversation turn')
   t.match(upstreamMessages(fake, 2).at(-2), { role: 'assistant', content: [{ type: 'text', text: 'The sum is 3.' }] })
+})
+
+test('item_reference and input_items from another replica (Redis)', async (t) => {
+  const redis = await requireRedis(t, REDIS_URL)
+  if (redis === null) return
+  const env = { REDIS_URL: redis.url, REDIS_PREFIX: redis.prefix }
+  const a = await anthropicSetup(t, env)
+  const b = await anthropicSetup(t, env)
+  a.fake.enqueue({ kind: 'text', text: 'Stored on A.' })
+  const r1 = await a.client.responses.create({ model: MODEL, input: 'hello A' })
+  b.fake.enqueue({ kind: 'text', text: 'Read on B.' })
+  const r2 = await b.client.responses.create({ model: MODEL, input: [{ type: 'item_reference', id: r1.output[0]?.id as string }, { role: 'user', content: 'and B?' }] })
+  t.equal(r2.output_text, 'Read on B.')
+  t.match(upstreamMessages(b.fake, 0), [{ role: 'assistant', content: [{ type: 'text', text: 'Stored on A.' }] }, { role: 'user' }], 'B read A\'s item')
+  const items = await b.client.responses.inputItems.list(r1.id)
+  t.equal(items.data.length, 1, 'B lists A\'s response\'s input items')
 })
