@@ -8,6 +8,10 @@ import { connect } from 'node:net'
  * @property {string} path
  * @property {Record<string, string>} headers
  * @property {string} body JSON
+ * @property {'anthropic' | 'openai' | 'agui'} [protocol] how tokens and the end are read: unset, every `data:` message is a
+ *   token and `data: [DONE]` ends (the service's own streams); `anthropic`, a `content_block_delta` event is a token
+ *   and `message_stop` ends (a Messages pass-through); `openai`, a chunk whose delta has non-empty content is a token
+ *   and `data: [DONE]` ends (role and finish chunks are not tokens)
  */
 
 /**
@@ -65,6 +69,7 @@ export function streamAgent () {
  * @returns {Promise<StreamOutcome>}
  */
 export function openStream (target, agent, timeoutMs = 120_000) {
+  const protocol = target.protocol
   return new Promise((resolve) => {
     const start = performance.now()
     let settled = false
@@ -109,7 +114,22 @@ export function openStream (target, agent, timeoutMs = 120_000) {
         while ((end = pending.indexOf('\n\n', from)) !== -1) {
           // A resumable stream's message starts with its `id:` line.
           const at = pending.startsWith('id: ', from) ? pending.indexOf('\n', from) + 1 : from
-          if (pending.startsWith('data: ', at)) {
+          if (protocol === 'anthropic') {
+            if (pending.startsWith('event: content_block_delta', at)) {
+              if (tokens++ === 0) ttft = performance.now() - start
+            } else if (pending.startsWith('event: message_stop', at)) done = true
+          } else if (protocol === 'agui') {
+            const type = pending.indexOf('"type":"', at)
+            if (type !== -1 && type < end) {
+              if (pending.startsWith('TEXT_MESSAGE_CONTENT"', type + 8)) {
+                if (tokens++ === 0) ttft = performance.now() - start
+              } else if (pending.startsWith('RUN_FINISHED"', type + 8)) done = true
+            }
+          } else if (protocol === 'openai' && pending.startsWith('data: {', at)) {
+            const delta = pending.indexOf('"content":"', at)
+            // A chunk with text: its content is a non-empty string (role and finish chunks have none or "").
+            if (delta !== -1 && delta < end && pending[delta + 11] !== '"' && tokens++ === 0) ttft = performance.now() - start
+          } else if (pending.startsWith('data: ', at)) {
             if (pending.startsWith('data: [DONE]', at)) done = true
             else if (pending.startsWith('data: [ERROR]', at)) done = false
             else if (tokens++ === 0) ttft = performance.now() - start
