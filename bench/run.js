@@ -621,11 +621,24 @@ const buildHas = (text) => {
   }
 }
 
-/** POSTs once and says whether the route answered 200 (a feature not built answers 404 or a 400 naming the field). */
-async function answers (server, path, body) {
+/**
+ * POSTs once and says whether the route answered 200 (a feature not built answers 404 or a 400 naming the field) and,
+ * with `shows`, whether the JSON answer shows the feature at work (a route that ignores an unknown member answers 200).
+ * @param {{ url: string }} server
+ * @param {string} path
+ * @param {string} body
+ * @param {(answer: any) => boolean} [shows]
+ */
+async function answers (server, path, body, shows) {
   const response = await fetch(`${server.url}${path}`, { method: 'POST', headers: JSON_HEADERS, body })
   const text = await response.text()
-  return { ok: response.status === 200, why: `${path} answered ${response.status}: ${text.slice(0, 200)}` }
+  const why = `${path} answered ${response.status}: ${text.slice(0, 120)}`
+  if (response.status !== 200 || shows === undefined) return { ok: response.status === 200, why }
+  let answer
+  try {
+    answer = JSON.parse(text)
+  } catch {}
+  return shows(answer) ? { ok: true, why } : { ok: false, why: `${why} (the answer does not show the feature: not on this build)` }
 }
 
 /**
@@ -646,8 +659,8 @@ async function featuresScenario () {
   const agentBody = (extra = {}) => JSON.stringify({ messages: [{ role: 'user', content: 'Hello, bench: say something.' }], ...extra })
 
   // Structured outputs: a schema checked on every answer, against the same request without one.
-  const schemaBody = agentBody({ response_format: { type: 'json_schema', name: 'reply', schema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] } } })
-  const structured = await answers(service, '/api/v1/chat', schemaBody)
+  const schemaBody = agentBody({ response_format: { type: 'json_schema', name: 'reply', schema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'], additionalProperties: false } } })
+  const structured = await answers(service, '/api/v1/chat', schemaBody, (answer) => answer.output !== undefined)
   if (!structured.ok) skip('structured outputs (issue 42)', structured.why)
   else {
     const load = (body) => ({ url: `${service.url}/api/v1/chat`, method: 'POST', headers: JSON_HEADERS, body })
@@ -664,7 +677,7 @@ async function featuresScenario () {
   else {
     log('features: AG-UI stream vs the agent stream')
     out.agui = await streamCompare([
-      { name: 'agent', server: service, path: '/api/v1/agent/stream', body: agentBody() },
+      { name: 'agent', server: service, path: '/api/v1/agent/stream', body: agentBody(), protocol: 'agent' },
       { name: 'agui', server: service, path: '/api/v1/agui', body: aguiBody, protocol: 'agui' },
     ], fake, 0, counts)
   }
@@ -689,8 +702,8 @@ async function featuresScenario () {
     const resumable = agentBody({ resumable: true })
     log('features: durable runs on vs off (resumable agent stream, Redis)')
     out.durableStreams = await streamCompare([
-      { name: 'on', server: on, path: '/api/v1/agent/stream', body: resumable },
-      { name: 'off', server: off, path: '/api/v1/agent/stream', body: resumable },
+      { name: 'on', server: on, path: '/api/v1/agent/stream', body: resumable, protocol: 'agent' },
+      { name: 'off', server: off, path: '/api/v1/agent/stream', body: resumable, protocol: 'agent' },
     ], fake, 0, counts)
     const load = (server) => ({ url: `${server.url}/api/v1/chat`, method: 'POST', headers: JSON_HEADERS, body: CHAT_BODY })
     out.durableChat = await jsonCompare('POST /api/v1/chat, durable runs on vs off (Redis)', [

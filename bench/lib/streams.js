@@ -8,11 +8,17 @@ import { connect } from 'node:net'
  * @property {string} path
  * @property {Record<string, string>} headers
  * @property {string} body JSON
- * @property {'anthropic' | 'openai' | 'agui'} [protocol] how tokens and the end are read: unset, every `data:` message is a
+ * @property {'anthropic' | 'openai' | 'agui' | 'agent'} [protocol] how tokens and the end are read: unset, every `data:` message is a
  *   token and `data: [DONE]` ends (the service's own streams); `anthropic`, a `content_block_delta` event is a token
  *   and `message_stop` ends (a Messages pass-through); `openai`, a chunk whose delta has non-empty content is a token
- *   and `data: [DONE]` ends (role and finish chunks are not tokens)
+ *   and `data: [DONE]` ends (role and finish chunks are not tokens); `agui` and `agent`, typed JSON events (TYPED_EVENTS)
  */
+
+/** The event types of typed JSON streams: [a token, the end] (AG-UI's, and the service's agent stream's). */
+const TYPED_EVENTS = {
+  agui: ['TEXT_MESSAGE_CONTENT"', 'RUN_FINISHED"'],
+  agent: ['token"', 'done"'],
+}
 
 /**
  * @typedef {object} StreamOutcome
@@ -70,6 +76,7 @@ export function streamAgent () {
  */
 export function openStream (target, agent, timeoutMs = 120_000) {
   const protocol = target.protocol
+  const typed = protocol === 'agui' || protocol === 'agent' ? TYPED_EVENTS[protocol] : undefined
   return new Promise((resolve) => {
     const start = performance.now()
     let settled = false
@@ -118,12 +125,12 @@ export function openStream (target, agent, timeoutMs = 120_000) {
             if (pending.startsWith('event: content_block_delta', at)) {
               if (tokens++ === 0) ttft = performance.now() - start
             } else if (pending.startsWith('event: message_stop', at)) done = true
-          } else if (protocol === 'agui') {
+          } else if (typed !== undefined) {
             const type = pending.indexOf('"type":"', at)
             if (type !== -1 && type < end) {
-              if (pending.startsWith('TEXT_MESSAGE_CONTENT"', type + 8)) {
+              if (pending.startsWith(typed[0], type + 8)) {
                 if (tokens++ === 0) ttft = performance.now() - start
-              } else if (pending.startsWith('RUN_FINISHED"', type + 8)) done = true
+              } else if (pending.startsWith(typed[1], type + 8)) done = true
             }
           } else if (protocol === 'openai' && pending.startsWith('data: {', at)) {
             const delta = pending.indexOf('"content":"', at)
