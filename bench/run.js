@@ -1,6 +1,6 @@
 // `npm run bench`: the service (built JavaScript, every plugin on) against a bare Fastify route, a naive
 // SDK proxy and the fake upstream itself; JSON load, concurrent streams, a soak. See bench/README.md.
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -50,9 +50,13 @@ const config = {
   /**
    * Scenarios to run: startup (time to the first health 200 and idle RSS, vs the Portkey gateway), health, chat, budgets (budgets on Redis vs off), tracing (streams traced, always sampled, vs
    * not), streams, resumable, soak, openai (JSON and streams through the OpenAI provider), v1 (/v1/chat/completions),
-   * portkey (JSON and streams beside the Portkey gateway on both upstreams), features (this round's features on vs off).
+   * portkey (JSON and streams beside the Portkey gateway on both upstreams), features (this round's features on vs off),
+   * held (live heap per held stream, from two heap snapshots).
    */
-  only: list(env.BENCH_ONLY, ['startup', 'health', 'chat', 'budgets', 'tracing', 'streams', 'resumable', 'soak', 'openai', 'v1', 'portkey', 'features']),
+  only: list(env.BENCH_ONLY, ['startup', 'health', 'chat', 'budgets', 'tracing', 'streams', 'resumable', 'soak', 'openai', 'v1', 'portkey', 'features', 'held']),
+  /** Held streams: how many, and the fake's wait before each token (a stream stays open 49 waits after its first token). */
+  heldStreams: Number(env.BENCH_HELD_STREAMS ?? 1000),
+  heldDelayMs: Number(env.BENCH_HELD_DELAY_MS ?? 5000),
   /** K of the Portkey stream rows (default: the stream rows' K). */
   portkeyCounts: list(env.BENCH_PORTKEY_STREAMS, []).map(Number),
   /** K of the feature stream rows (durable runs, AG-UI, background). */
@@ -167,12 +171,12 @@ const startFloor = (fake) => start({
   nodeArgs: profileArgs('floor'),
   env: { UPSTREAM_URL: fake.url, UPSTREAM_KEY, BENCH_MODEL: MODEL },
 })
-async function startService (fake, overrides = {}) {
+async function startService (fake, overrides = {}, nodeArgs = []) {
   const port = await freePort()
   return await start({
     name: overrides.LOG_LEVEL ? `service(LOG_LEVEL=${overrides.LOG_LEVEL})` : overrides.LLM_PROVIDER ? `service(${overrides.LLM_PROVIDER})` : 'service',
     script: serviceEntry,
-    nodeArgs: [...profileArgs('service'), ...list(env.BENCH_SERVICE_NODE_ARGS, [])],
+    nodeArgs: [...profileArgs('service'), ...list(env.BENCH_SERVICE_NODE_ARGS, []), ...nodeArgs],
     port,
     healthPath: '/api/v1/health',
     logFile: config.serviceLog,
@@ -717,6 +721,71 @@ async function featuresScenario () {
   return out
 }
 
+/** Total self size of every node of a V8 heap snapshot file (what is live: a snapshot collects garbage first). */
+function heapSnapshotBytes (file) {
+  const snapshot = JSON.parse(readFileSync(file, 'utf8'))
+  const fields = snapshot.snapshot.meta.node_fields
+  const selfSize = fields.indexOf('self_size')
+  let total = 0
+  for (let i = selfSize; i < snapshot.nodes.length; i += fields.length) total += snapshot.nodes[i]
+  return total
+}
+
+/**
+ * A heap snapshot of the service (node --heapsnapshot-signal=SIGUSR2 into `dir`): sends the signal, waits for the new
+ * file to be whole (it parses), and returns its live bytes.
+ */
+async function takeHeapSnapshot (server, dir) {
+  const before = new Set(readdirSync(dir))
+  process.kill(server.pid, 'SIGUSR2')
+  const deadline = Date.now() + 300_000
+  while (Date.now() < deadline) {
+    await sleep(500)
+    const file = readdirSync(dir).find((name) => name.endsWith('.heapsnapshot') && !before.has(name))
+    if (file === undefined) continue
+    try {
+      return heapSnapshotBytes(join(dir, file))
+    } catch {} // still being written
+  }
+  throw new Error('no heap snapshot after 300 s')
+}
+
+/**
+ * Memory per live stream: N streams held open mid-stream (the fake waits BENCH_HELD_DELAY_MS before each token, so
+ * after the first token each stream stays open for 49 more waits), a heap snapshot with none and one with all N
+ * (every stream has had its first token), live bytes growth / N.
+ */
+async function heldScenario () {
+  const count = config.heldStreams
+  const delayMs = config.heldDelayMs
+  const dir = join(resultsDir, `heap-${stamp}`)
+  mkdirSync(dir, { recursive: true })
+  const fake = await startFake(delayMs)
+  const service = await startService(fake, { SHUTDOWN_GRACE_SECONDS: '1' }, ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${dir}`])
+  log(`held streams: ${count} streams held open on the service (fake ${delayMs} ms before each token), heap snapshots before and with them`)
+  const agent = streamAgent()
+  const target = { port: service.port, path: '/api/v1/chat/stream', headers: AUTH, body: CHAT_BODY }
+  // One short burst first, so the snapshot before holds the code and pools a stream warms up.
+  await agent.preconnect(service.port, count)
+  const warm = Array.from({ length: Math.min(10, count) }, () => openStream(target, agent, 600_000))
+  await sleep(delayMs * 2 + 1000)
+  const base = await takeHeapSnapshot(service, dir)
+  let started = 0
+  let allStarted
+  const allHaveStarted = new Promise((resolve) => { allStarted = resolve })
+  const held = Array.from({ length: count }, () => openStream(target, agent, 600_000, () => { if (++started === count) allStarted() }))
+  await allHaveStarted
+  const rss = memory(service.pid).rss
+  const withStreams = await takeHeapSnapshot(service, dir)
+  const perStreamBytes = (withStreams - base) / count
+  log(`  live heap ${r1(base / 1048576)} MB before, ${r1(withStreams / 1048576)} MB with ${count} streams: ${r1(perStreamBytes / 1024)} KB a stream (RSS ${Math.round(rss / 1048576)} MB)`)
+  agent.destroy()
+  await stop(service, fake)
+  await Promise.allSettled([...warm, ...held])
+  rmSync(dir, { recursive: true, force: true })
+  return { streams: count, delayMs, heapBefore: base, heapWithStreams: withStreams, perStreamBytes, rss }
+}
+
 async function main () {
   const results = {
     startedAt: new Date().toISOString(),
@@ -842,6 +911,7 @@ async function main () {
     }
   }
   if (config.only.includes('features')) results.features = await featuresScenario()
+  if (config.only.includes('held')) results.held = await heldScenario()
 
   const { rows, budget } = evaluate(results)
   const table = markdownTable(rows)

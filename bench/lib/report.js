@@ -237,6 +237,12 @@ export function evaluate (results) {
 
   for (const scenario of results.portkey ?? []) portkeyRows(rows, judge, scenario)
   featureRows(rows, judge, results.features)
+  const held = results.held
+  if (held) {
+    const r = { scenario: `${fmt(held.streams)} held streams (heap snapshots)`, metric: 'live heap KB per stream', service: fmt(held.perStreamBytes / 1024, 1), reference: `${fmt(held.heapBefore / 1048576, 1)} → ${fmt(held.heapWithStreams / 1048576, 1)} MB live heap` }
+    judge(r, 'memory per live stream ≤ 30 KB (heap snapshot)', held.perStreamBytes / 1024, '≤ 30 KB', held.perStreamBytes <= 30 * 1024)
+    rows.push(r)
+  }
 
   const startup = results.startup
   if (startup?.service && startup?.portkey) {

@@ -72,9 +72,10 @@ export function streamAgent () {
  * @param {StreamTarget} target
  * @param {http.Agent} agent
  * @param {number} [timeoutMs]
+ * @param {() => void} [onFirstToken] called when the first token arrives (the held-streams row waits for all of them)
  * @returns {Promise<StreamOutcome>}
  */
-export function openStream (target, agent, timeoutMs = 120_000) {
+export function openStream (target, agent, timeoutMs = 120_000, onFirstToken) {
   const protocol = target.protocol
   const typed = protocol === 'agui' || protocol === 'agent' ? TYPED_EVENTS[protocol] : undefined
   return new Promise((resolve) => {
@@ -84,6 +85,10 @@ export function openStream (target, agent, timeoutMs = 120_000) {
     let tokens = 0
     let done = false
     let status = 0
+    const firstToken = () => {
+      ttft = performance.now() - start
+      onFirstToken?.()
+    }
     /** @param {string} [error] */
     const finish = (error) => {
       if (settled) return
@@ -123,23 +128,23 @@ export function openStream (target, agent, timeoutMs = 120_000) {
           const at = pending.startsWith('id: ', from) ? pending.indexOf('\n', from) + 1 : from
           if (protocol === 'anthropic') {
             if (pending.startsWith('event: content_block_delta', at)) {
-              if (tokens++ === 0) ttft = performance.now() - start
+              if (tokens++ === 0) firstToken()
             } else if (pending.startsWith('event: message_stop', at)) done = true
           } else if (typed !== undefined) {
             const type = pending.indexOf('"type":"', at)
             if (type !== -1 && type < end) {
               if (pending.startsWith(typed[0], type + 8)) {
-                if (tokens++ === 0) ttft = performance.now() - start
+                if (tokens++ === 0) firstToken()
               } else if (pending.startsWith(typed[1], type + 8)) done = true
             }
           } else if (protocol === 'openai' && pending.startsWith('data: {', at)) {
             const delta = pending.indexOf('"content":"', at)
             // A chunk with text: its content is a non-empty string (role and finish chunks have none or "").
-            if (delta !== -1 && delta < end && pending[delta + 11] !== '"' && tokens++ === 0) ttft = performance.now() - start
+            if (delta !== -1 && delta < end && pending[delta + 11] !== '"' && tokens++ === 0) firstToken()
           } else if (pending.startsWith('data: ', at)) {
             if (pending.startsWith('data: [DONE]', at)) done = true
             else if (pending.startsWith('data: [ERROR]', at)) done = false
-            else if (tokens++ === 0) ttft = performance.now() - start
+            else if (tokens++ === 0) firstToken()
           }
           from = end + 2
         }
