@@ -27,6 +27,9 @@ export const EnvSchema = Type.Object({
   MEMORY_MAX_TOKENS: Int(100_000, 100, 'Session memory budget in estimated tokens'),
   MAX_CONCURRENT_REQUESTS: Int(10, 1, 'Concurrent upstream model calls per process'),
   MAX_QUEUE: Int(100, 0, 'Model calls waiting for a slot'),
+  MAX_CONCURRENT_REQUESTS_PER_IDENTITY: Type.Optional(Type.Integer({
+    minimum: 1, description: 'Model-call slots one identity may hold at once; default half of MAX_CONCURRENT_REQUESTS, rounded up',
+  })),
   RATE_LIMIT_PER_MINUTE: Int(60, 1, 'Global per-client request limit per window'),
   CHAT_RATE_LIMIT_PER_MINUTE: Int(10, 1, 'Extra per-IP limit on POST /chat per window'),
   RATE_LIMIT_WINDOW_SECONDS: Seconds(60, 'Sliding window length'),

@@ -33,6 +33,8 @@ export interface RunPorts {
   needsApproval?: ((name: string) => boolean) | undefined
   /** Model prices, for the usage's cost (default: none, so costs are null). */
   priceOf?: PriceLookup | undefined
+  /** Whose run it is (7): model calls share the concurrency slots fairly by it (9). */
+  identity?: string | undefined
 }
 
 /** How one request drives a run. */
@@ -81,6 +83,7 @@ async function * callModel (state: RunState, ports: RunPorts, options: RunOption
     ...(tools !== undefined && tools.length > 0 && settings.toolChoice?.type !== 'none' ? { tools } : {}),
     ...(settings.toolChoice === undefined || settings.toolChoice.type === 'none' ? {} : { toolChoice: settings.toolChoice }),
     ...(options.signal ? { signal: options.signal } : {}),
+    ...(ports.identity === undefined ? {} : { identity: ports.identity }),
     ...(ports.observer?.model ? { hooks: ports.observer.model } : {}),
     onUsage: (counts: Usage) => { reported = counts },
   }

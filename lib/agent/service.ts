@@ -262,6 +262,7 @@ export function createAgentService (ports: AgentPorts) {
 
   const portsOf = (run: PreparedRun) => ({
     provider: ports.provider, tools: ports.tools, observer: run.observer, needsApproval: ports.needsApproval, priceOf: ports.priceOf,
+    identity: run.owner,
   })
 
   /** The run's events: a fresh run drives; a continuation resumes its paused turn with the answers. */

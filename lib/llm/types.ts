@@ -13,6 +13,8 @@ export interface ModelRequest {
   /** How the model may use `tools` (`any`: it must call one; `tool`: that one); default auto. Providers map it. */
   toolChoice?: { type: 'auto' } | { type: 'any' } | { type: 'tool', name: string } | undefined
   signal?: AbortSignal
+  /** Who the call is for (7's identity): concurrency slots are shared fairly between identities (9). */
+  identity?: string | undefined
   /**
    * Told the counts so far whenever the provider learns them (Anthropic: input at message start, then a
    * running output total); each call replaces the last. A stream cut short is billed by the last one.
