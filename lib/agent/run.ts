@@ -1,7 +1,7 @@
 // The agent loop in steps: call the model, run the tools it asks for, until it answers or a call must wait.
 import { AgentError } from '../domain/errors.js'
 import { throwIfAborted } from '../llm/abort.js'
-import { cutCallUsage } from '../llm/tokens.js'
+import { CallMeter, type CutUsage } from '../llm/cut-usage.js'
 import type { LLMProvider, ModelRequest, ModelResponse } from '../llm/types.js'
 import type { ToolResultBlock, ToolSpec, Usage, UsageSummary } from '../domain/types.js'
 import type { ToolResult, ToolRunOptions } from '../tools/types.js'
@@ -71,8 +71,9 @@ async function * callModel (state: RunState, ports: RunPorts, options: RunOption
   const usage = new UsageTally(state.usage)
   const tools = settings.clientTools ?? (settings.tools.length > 0 ? ports.tools.specs(settings.tools) : undefined)
   const messages = state.turns
-  let reported: Usage | undefined
-  let writtenChars = 0
+  // The router tells the lower bound a cut call is settled with (onCut); a bare provider gets this meter's.
+  const meter = new CallMeter({ messages, system: settings.system, tools })
+  let cutUsage: CutUsage | undefined
   let message: ModelResponse | undefined
   const request: ModelRequest = {
     model: settings.model,
@@ -85,7 +86,9 @@ async function * callModel (state: RunState, ports: RunPorts, options: RunOption
     ...(options.signal ? { signal: options.signal } : {}),
     ...(ports.identity === undefined ? {} : { identity: ports.identity }),
     ...(ports.observer?.model ? { hooks: ports.observer.model } : {}),
-    onUsage: (counts: Usage) => { reported = counts },
+    onUsage: (counts: Usage) => { meter.reported(counts) },
+    onToolArguments: (chars: number) => { meter.toolArguments(chars) },
+    onCut: (cut: CutUsage) => { cutUsage = cut },
   }
   state.steps++
   try {
@@ -98,7 +101,7 @@ async function * callModel (state: RunState, ports: RunPorts, options: RunOption
           break
         }
         if (event.text) {
-          writtenChars += event.text.length
+          meter.text(event.text.length)
           if (options.onToken === undefined) {
             yield { type: 'token', data: event.text }
           } else {
@@ -113,7 +116,7 @@ async function * callModel (state: RunState, ports: RunPorts, options: RunOption
     return message
   } finally {
     if (message === undefined) {
-      const cut = cutCallUsage(reported, messages, writtenChars)
+      const cut = cutUsage ?? meter.cut('aborted')
       if (cut !== undefined) usage.add(settings.model, cut.usage, cut.source, ports.priceOf?.(settings.model))
     }
   }

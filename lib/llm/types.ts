@@ -20,6 +20,13 @@ export interface ModelRequest {
    * running output total); each call replaces the last. A stream cut short is billed by the last one.
    */
   onUsage?: (usage: Usage) => void
+  /** Told the length of each piece of tool-call arguments as it arrives (a cut call is charged at least for it). */
+  onToolArguments?: (chars: number) => void
+  /**
+   * Told, when the call is cut short or fails after it was sent, the usage it is settled with: a lower bound of what
+   * the provider charges (DECISIONS 13), before the error or the end of the call reaches the caller.
+   */
+  onCut?: (cut: { usage: Usage, source: 'partial' | 'estimated' }) => void
   /** Hooks around each model of the call (the router calls them: budgets, metrics, traces). */
   hooks?: ModelCallHooks | undefined
   /** Set by the router for the provider: told about each HTTP attempt (its `headers` go upstream). */
