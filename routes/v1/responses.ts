@@ -7,7 +7,7 @@ import { finishedStatus, outputItems, planResponse, responseBuilder, responsesEv
 import {
   DeletedResponse, OPENAI_BODY_LIMIT, OpenAIErrorSchema, OpenAISseResponse, ResponseObjectSchema, ResponsesRequestSchema, openAIErrorResponses,
 } from '../../lib/dialects/openai/schemas.js'
-import type { StoredResponse } from '../../lib/stores/responses.js'
+import { chainTurns, ownTurns, readChain, type StoredResponse } from '../../lib/stores/responses.js'
 
 const notFound = (id: string) => new OpenAIError(404, `No response found with id '${id}'.`)
 
@@ -42,13 +42,17 @@ const responsesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     if (!listed.has(body.model)) throw new OpenAIError(404, `The model '${body.model}' does not exist`, 'model', 'model_not_found')
     const owner = request.identity
     let history: StoredResponse['turns'] = []
-    if (body.previous_response_id !== undefined && body.previous_response_id !== null) {
-      const previous = await store().get(owner, body.previous_response_id).catch(sessionStoreDown)
-      if (previous === null) {
-        throw invalidRequest(`Previous response with id '${body.previous_response_id}' not found.`, 'previous_response_id', 'previous_response_not_found')
+    const previousId = body.previous_response_id ?? null
+    if (previousId !== null) {
+      // The chain is read through its links: each stored response keeps only its own turns (DECISIONS 17).
+      const chain = await readChain(store(), owner, previousId).catch(sessionStoreDown)
+      if (chain === null) {
+        throw invalidRequest(`Previous response with id '${previousId}' not found.`, 'previous_response_id', 'previous_response_not_found')
       }
-      history = previous.turns
+      history = chainTurns(chain)
     }
+    const entryOf = (response: Record<string, unknown>, turns: StoredResponse['turns']): StoredResponse =>
+      ({ response, turns: ownTurns(history, turns), previous: previousId })
     const plan = planResponse(body, history, { temperature: app.config.MODEL_TEMPERATURE })
     const builder = responseBuilder(plan.echo)
     if (plan.stream) {
@@ -58,7 +62,7 @@ const responsesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         // Stored before the last event, so a client that continues the moment it reads it finds the response.
         beforeEnd: async (state) => {
           const response = events.final()
-          if (plan.store && response !== undefined) await keep(owner, builder.id, { response, turns: state.turns }, request.log)
+          if (plan.store && response !== undefined) await keep(owner, builder.id, entryOf(response, state.turns), request.log)
         },
       })
       return reply
@@ -70,7 +74,7 @@ const responsesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       output: outputItems(result.state, sourceOf),
       usage: result.usage,
     })
-    if (plan.store) await keep(owner, builder.id, { response, turns: result.state.turns }, request.log)
+    if (plan.store) await keep(owner, builder.id, entryOf(response, result.state.turns), request.log)
     return response
   })
 
@@ -92,7 +96,7 @@ const responsesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     schema: {
       tags: ['openai'],
       summary: 'Deletes a stored response of the caller',
-      description: 'Afterwards GET is 404 and it can no longer be continued; responses continued from it keep their own copy.',
+      description: 'Afterwards GET is 404 and it can no longer be continued; for the responses that continued it, the chain ends there.',
       operationId: 'deleteV1Response',
       params: IdParams,
       response: { 200: DeletedResponse, ...readErrors },
