@@ -92,3 +92,16 @@ t.test('limiter: a full queue refuses the identity with the most waiting calls, 
   t.equal(limiter.active, 0)
   t.equal(limiter.queued, 0)
 })
+
+t.test('settings: the per-identity share defaults to half, rounded up; a share above the total or a bad byte bound stops startup', async (t) => {
+  const { ConfigError, loadConfig } = await import('../../lib/config/config.js')
+  const load = (env: Record<string, string>) => loadConfig({ env, dotenv: false })
+  t.equal(load({ MAX_CONCURRENT_REQUESTS: '5' }).MAX_CONCURRENT_REQUESTS_PER_IDENTITY, 3)
+  t.equal(load({}).MAX_CONCURRENT_REQUESTS_PER_IDENTITY, 5)
+  t.equal(load({ MAX_CONCURRENT_REQUESTS: '4', MAX_CONCURRENT_REQUESTS_PER_IDENTITY: '4' }).MAX_CONCURRENT_REQUESTS_PER_IDENTITY, 4)
+  t.throws(() => load({ MAX_CONCURRENT_REQUESTS: '4', MAX_CONCURRENT_REQUESTS_PER_IDENTITY: '5' }), ConfigError)
+  t.throws(() => load({ MAX_CONCURRENT_REQUESTS_PER_IDENTITY: '0' }), /MAX_CONCURRENT_REQUESTS_PER_IDENTITY/)
+  t.equal(load({}).STORED_STATE_MAX_MB, 64)
+  t.throws(() => load({ STORED_STATE_MAX_MB: '0' }), /STORED_STATE_MAX_MB/)
+  t.throws(() => load({ STORED_STATE_MAX_MB: 'lots' }), /STORED_STATE_MAX_MB/)
+})
