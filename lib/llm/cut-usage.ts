@@ -3,7 +3,10 @@
 import type { Usage, UsageSource } from '../domain/types.js'
 import { estimateInputTokens, type SentRequest } from './tokens.js'
 
-/** The usage of a cut call and where its counts come from (`partial`: the provider's so far; `estimated`: ours). */
+/**
+ * The usage of a cut call: always `partial` (DECISIONS 13, 2026-11-28: "`partial` usage is a lower bound", from the
+ * provider's counts so far or, before they came, the estimate of what was sent and received).
+ */
 export interface CutUsage {
   usage: Usage
   source: Extract<UsageSource, 'partial' | 'estimated'>
@@ -58,6 +61,6 @@ export class CallMeter {
     const reported = this.#reported
     const output = Math.max(reported?.output_tokens ?? 0, this.#deltas, Math.ceil(this.#chars / 4))
     if (reported !== undefined) return { usage: { ...reported, output_tokens: output }, source: 'partial' }
-    return { usage: { input_tokens: estimateInputTokens(this.request), output_tokens: output }, source: 'estimated' }
+    return { usage: { input_tokens: estimateInputTokens(this.request), output_tokens: output }, source: 'partial' }
   }
 }
