@@ -129,7 +129,7 @@ function createAgent (app: FastifyInstance) {
         beforeEnd?: (state: RunState) => Promise<void>
       } = {}
     ): Promise<void> {
-      app.llm.limiter.assertAvailable()
+      app.llm.limiter.assertAvailable(request.identity)
       // Prepared before the stream opens: a session store that is down is a plain 503.
       const context = contextOf(request, reply, NOT_ABORTED)
       // A continuation's answers are claimed here too: a refused one (404, 409, 422) is a plain HTTP error.

@@ -85,7 +85,9 @@ async function createRoutedProvider (app: FastifyInstance, limiter: Limiter): Pr
 
 export default fp<LLMPluginOptions>(async (app, options) => {
   const config = app.config
-  const limiter = createLimiter({ maxConcurrent: config.MAX_CONCURRENT_REQUESTS, maxQueue: config.MAX_QUEUE })
+  const limiter = createLimiter({
+    maxConcurrent: config.MAX_CONCURRENT_REQUESTS, maxQueue: config.MAX_QUEUE, maxPerIdentity: config.MAX_CONCURRENT_REQUESTS_PER_IDENTITY,
+  })
   // A provider given in place of the configured ones still goes through a router: hooks and the limiter per call.
   const base = options.provider === undefined
     ? await createRoutedProvider(app, limiter)

@@ -27,6 +27,9 @@ export const EnvSchema = Type.Object({
   MEMORY_MAX_TOKENS: Int(100_000, 100, 'Session memory budget in estimated tokens'),
   MAX_CONCURRENT_REQUESTS: Int(10, 1, 'Concurrent upstream model calls per process'),
   MAX_QUEUE: Int(100, 0, 'Model calls waiting for a slot'),
+  MAX_CONCURRENT_REQUESTS_PER_IDENTITY: Type.Optional(Type.Integer({
+    minimum: 1, description: 'Model-call slots one identity may hold at once; default half of MAX_CONCURRENT_REQUESTS, rounded up',
+  })),
   RATE_LIMIT_PER_MINUTE: Int(60, 1, 'Global per-client request limit per window'),
   CHAT_RATE_LIMIT_PER_MINUTE: Int(10, 1, 'Extra per-IP limit on POST /chat per window'),
   RATE_LIMIT_WINDOW_SECONDS: Seconds(60, 'Sliding window length'),
@@ -60,6 +63,12 @@ export const EnvSchema = Type.Object({
   STREAM_RESUME_TTL_SECONDS: Int(600, 1, 'How long a resumable stream stays replayable after it ends'),
   MCP_CONFIG_FILE: Type.Optional(Type.String({ description: 'MCP servers whose tools the agent may use ({"mcpServers": {...}})' })),
   MCP_TOOL_TIMEOUT_SECONDS: Seconds(30, 'Per MCP tool call timeout'),
+  STORED_STATE_MAX_MB: Type.Number({
+    default: 64,
+    exclusiveMinimum: 0,
+    maximum: 65_536,
+    description: 'Bytes (MB) of stored /v1 responses and paused runs per identity; in process 8 times that for all',
+  }),
   MAX_DETACHED_RUNS_PER_IDENTITY: Int(8, 0, 'Runs of one identity that may go on without a client; a run left beyond that is cancelled', 100_000),
   MCP_MAX_CONCURRENT_CALLS: Int(8, 1, 'Calls at once per MCP server; the rest wait (their timeout counts from their start)', 10_000),
   TOOL_RESULT_MAX_CHARS: Int(20_000, 100, 'A longer tool result is cut (and says so) before it reaches the model'),

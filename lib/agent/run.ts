@@ -1,7 +1,7 @@
 // The agent loop in steps: call the model, run the tools it asks for, until it answers or a call must wait.
 import { AgentError, IterationLimitError } from '../domain/errors.js'
 import { throwIfAborted } from '../llm/abort.js'
-import { cutCallUsage } from '../llm/tokens.js'
+import { CallMeter, type CutUsage } from '../llm/cut-usage.js'
 import type { LLMProvider, ModelRequest, ModelResponse } from '../llm/types.js'
 import type { ToolResultBlock, ToolSpec, Usage, UsageSummary } from '../domain/types.js'
 import type { ToolResult, ToolRunOptions } from '../tools/types.js'
@@ -33,6 +33,8 @@ export interface RunPorts {
   needsApproval?: ((name: string) => boolean) | undefined
   /** Model prices, for the usage's cost (default: none, so costs are null). */
   priceOf?: PriceLookup | undefined
+  /** Whose run it is (7): model calls share the concurrency slots fairly by it (9). */
+  identity?: string | undefined
 }
 
 /** How one request drives a run. */
@@ -70,8 +72,9 @@ async function callModel (state: RunState, ports: RunPorts, options: RunOptions)
   const server = settings.tools.length > 0 ? ports.tools.specs(settings.tools) : []
   const tools = settings.clientTools ?? (settings.frontendTools === undefined ? server : [...server, ...settings.frontendTools])
   const messages = state.turns
-  let reported: Usage | undefined
-  let writtenChars = 0
+  // The router tells the lower bound a cut call is settled with (onCut); a bare provider gets this meter's.
+  const meter = new CallMeter({ messages, system: settings.system, tools })
+  let cutUsage: CutUsage | undefined
   let message: ModelResponse | undefined
   const request: ModelRequest = {
     model: settings.model,
@@ -82,8 +85,11 @@ async function callModel (state: RunState, ports: RunPorts, options: RunOptions)
     ...(tools !== undefined && tools.length > 0 && settings.toolChoice?.type !== 'none' ? { tools } : {}),
     ...(settings.toolChoice === undefined || settings.toolChoice.type === 'none' ? {} : { toolChoice: settings.toolChoice }),
     ...(options.signal ? { signal: options.signal } : {}),
+    ...(ports.identity === undefined ? {} : { identity: ports.identity }),
     ...(ports.observer?.model ? { hooks: ports.observer.model } : {}),
-    onUsage: (counts: Usage) => { reported = counts },
+    onUsage: (counts: Usage) => { meter.reported(counts) },
+    onToolArguments: (chars: number) => { meter.toolArguments(chars) },
+    onCut: (cut: CutUsage) => { cutUsage = cut },
   }
   state.steps++
   try {
@@ -96,7 +102,7 @@ async function callModel (state: RunState, ports: RunPorts, options: RunOptions)
           break
         }
         if (event.text) {
-          writtenChars += event.text.length
+          meter.text(event.text.length)
           const drained = options.onToken?.(event.text)
           if (drained !== undefined) await drained
         }
@@ -107,7 +113,7 @@ async function callModel (state: RunState, ports: RunPorts, options: RunOptions)
     return message
   } finally {
     if (message === undefined) {
-      const cut = cutCallUsage(reported, messages, writtenChars)
+      const cut = cutUsage ?? meter.cut('aborted')
       if (cut !== undefined) usage.add(settings.model, cut.usage, cut.source, ports.priceOf?.(settings.model))
     }
   }

@@ -294,7 +294,12 @@ export function createAgentService (ports: AgentPorts) {
       return send({ type: 'token', data })
     }
     const runPorts = {
-      provider: ports.provider, tools: ports.tools, observer: run.observer, needsApproval: ports.needsApproval, priceOf: ports.priceOf,
+      provider: ports.provider,
+      tools: ports.tools,
+      observer: run.observer,
+      needsApproval: ports.needsApproval,
+      priceOf: ports.priceOf,
+      identity: run.owner,
     }
     const options = { streaming, signal: sink.signal, onToken }
     try {
@@ -366,7 +371,6 @@ export function createAgentService (ports: AgentPorts) {
 
     /** Drives a prepared run (fresh or continued) for a JSON answer (see `json`). */
     answer: runJson,
-
 
     waitingApprovals: approvals.waitingApprovals,
     dropWaiting: approvals.dropWaiting,

@@ -127,12 +127,18 @@ export function resolveConfig (env: Env, vars: Variables = {}) {
   } catch (error) {
     throw new ConfigError(`Invalid configuration: ${(error as Error).message}`)
   }
+  const perIdentity = env.MAX_CONCURRENT_REQUESTS_PER_IDENTITY ?? Math.ceil(env.MAX_CONCURRENT_REQUESTS / 2)
+  if (perIdentity > env.MAX_CONCURRENT_REQUESTS) {
+    throw new ConfigError(`Invalid configuration: MAX_CONCURRENT_REQUESTS_PER_IDENTITY must not exceed MAX_CONCURRENT_REQUESTS (${env.MAX_CONCURRENT_REQUESTS}) (got ${perIdentity})`)
+  }
   const corsOrigins = splitList(env.CORS_ORIGINS)
   // Client-visible names (`provider:` prefixes dropped), the default first; one route per name (README, "Models and providers").
   const { defaultModel, models, routes: modelRoutes } = resolveModels(env, provider, vars)
   return {
     ...env,
     LOG_LEVEL: logLevel as LogLevel,
+    /** Slots one identity may hold (DECISIONS 9): half of MAX_CONCURRENT_REQUESTS, rounded up, unless set. */
+    MAX_CONCURRENT_REQUESTS_PER_IDENTITY: perIdentity,
     provider,
     defaultModel,
     models,

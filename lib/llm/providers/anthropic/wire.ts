@@ -157,10 +157,12 @@ export class StreamAssembler implements StreamDecoder<SseEvent> {
   usage: Usage = { input_tokens: 0, output_tokens: 0 }
   readonly #blocks = new Map<number, { type: 'text', text: TextBuilder } | { type: 'tool_use', id: string, name: string, json: string }>()
   readonly #onUsage: ((usage: Usage) => void) | undefined
+  readonly #onToolArguments: ((chars: number) => void) | undefined
 
-  constructor (model: string, onUsage?: (usage: Usage) => void) {
+  constructor (model: string, onUsage?: (usage: Usage) => void, onToolArguments?: (chars: number) => void) {
     this.model = model
     this.#onUsage = onUsage
+    this.#onToolArguments = onToolArguments
   }
 
   /** A stream that ends before `message_stop` is incomplete. */
@@ -190,7 +192,10 @@ export class StreamAssembler implements StreamDecoder<SseEvent> {
           block.text.append(event.delta.text)
           return event.delta.text === '' ? undefined : { type: 'text', text: event.delta.text }
         }
-        if (event.delta.type === 'input_json_delta' && block?.type === 'tool_use') block.json += event.delta.partial_json
+        if (event.delta.type === 'input_json_delta' && block?.type === 'tool_use') {
+          block.json += event.delta.partial_json
+          this.#onToolArguments?.(event.delta.partial_json.length)
+        }
         return undefined
       }
       case 'message_delta':

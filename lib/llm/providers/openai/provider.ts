@@ -98,6 +98,6 @@ export function createOpenAIProvider (options: OpenAIProviderOptions): LLMProvid
         return { requestId: response.headers.get('x-request-id'), events: new SseReader(response.body as unknown as AsyncIterable<Uint8Array>, 'OpenAI') }
       }
     },
-    decoder: (request) => new ChunkAssembler(request.model),
+    decoder: (request) => new ChunkAssembler(request.model, request.onUsage, request.onToolArguments),
   }, transport.close)
 }

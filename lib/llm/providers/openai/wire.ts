@@ -150,9 +150,13 @@ export class ChunkAssembler implements StreamDecoder<SseEvent> {
   readonly calls = new Map<number, { id?: string, name?: string, args: string }>()
   /** The completion id the chunks carry. */
   id: string | undefined
+  readonly #onUsage: ((usage: Usage) => void) | undefined
+  readonly #onToolArguments: ((chars: number) => void) | undefined
 
-  constructor (model: string) {
+  constructor (model: string, onUsage?: (usage: Usage) => void, onToolArguments?: (chars: number) => void) {
     this.model = model
+    this.#onUsage = onUsage
+    this.#onToolArguments = onToolArguments
   }
 
   /** Applies one chunk; returns the text it adds (reasoning deltas are not text). */
@@ -160,7 +164,10 @@ export class ChunkAssembler implements StreamDecoder<SseEvent> {
     const raw = chunk as unknown as Record<string, unknown>
     if (typeof raw['model'] === 'string' && raw['model'] !== '') this.model = raw['model']
     if (typeof raw['id'] === 'string' && raw['id'] !== '') this.id = raw['id']
-    if (isRecord(raw['usage'])) this.usage = usageOf(raw['usage'])
+    if (isRecord(raw['usage'])) {
+      this.usage = usageOf(raw['usage'])
+      this.#onUsage?.({ ...this.usage })
+    }
     const choices = raw['choices']
     if (!Array.isArray(choices)) return ''
     let added = ''
@@ -188,7 +195,10 @@ export class ChunkAssembler implements StreamDecoder<SseEvent> {
     const name = fn['name']
     // Servers send the name once; some repeat it with every delta: never double it.
     if (typeof name === 'string' && name !== '' && slot.name !== name) slot.name = (slot.name ?? '') + name
-    if (typeof fn['arguments'] === 'string') slot.args += fn['arguments']
+    if (typeof fn['arguments'] === 'string') {
+      slot.args += fn['arguments']
+      this.#onToolArguments?.(fn['arguments'].length)
+    }
   }
 
   /** One event: `[DONE]` ends the answer, anything else is a chunk (its text, if any, is yielded). */
