@@ -13,7 +13,9 @@ import {
 import type { StreamFormat } from './stream-format.js'
 import type { AgentEvent } from './events.js'
 import type { RunHooks, RunObserver, RunOutcome } from './hooks.js'
-import { drive, resume, resultOf, type AgentResult, type ApprovalDecision, type RunOptions, type ToolPort } from './run.js'
+import {
+  drive, recover, resume, resultOf, type AgentResult, type ApprovalDecision, type Checkpoint, type RecoveryPlan, type RunOptions, type ToolPort,
+} from './run.js'
 import type { RunSpec } from './spec.js'
 import { newRunState, type RunState } from './state.js'
 import { UsageTally, type PriceLookup } from './usage.js'
@@ -113,6 +115,8 @@ export interface EventSink {
    * payloads, to answer it as a plain HTTP error; true when it took it.
    */
   takeError? (error: unknown): boolean
+  /** A durable run's sink saves the run's state at each step boundary (DECISIONS 21); none: nothing is saved. */
+  checkpoint?: Checkpoint | undefined
 }
 
 /** A run made ready: its state, hooks, and who and what it is logged under. */
@@ -126,6 +130,8 @@ export interface PreparedRun {
   decisions?: ReadonlyMap<string, ApprovalDecision> | undefined
   /** The approvals issued when the run paused (for the formats and answers). */
   approvals?: ApprovalRecord[] | undefined
+  /** A durable run taken over from its last checkpoint (DECISIONS 21). */
+  recovery?: RecoveryPlan | undefined
 }
 
 /** How a run's error ends the hooks' view of it. */
@@ -265,9 +271,11 @@ export function createAgentService (ports: AgentPorts) {
   })
 
   /** The run's events: a fresh run drives; a continuation resumes its paused turn with the answers. */
-  const eventsOf = (run: PreparedRun, options: RunOptions) => run.decisions === undefined
-    ? drive(run.state, portsOf(run), options)
-    : resume(run.state, portsOf(run), options, run.decisions)
+  const eventsOf = (run: PreparedRun, options: RunOptions) => run.recovery !== undefined
+    ? recover(run.state, portsOf(run), options, run.recovery)
+    : run.decisions === undefined
+      ? drive(run.state, portsOf(run), options)
+      : resume(run.state, portsOf(run), options, run.decisions)
 
   /**
    * A run that stopped at calls waiting for a person: issues their approvals and saves the run, so any
@@ -317,13 +325,16 @@ export function createAgentService (ports: AgentPorts) {
       text.append(data)
       return send({ type: 'token', data })
     }
+    const { checkpoint } = sink
     try {
-      const events = eventsOf(run, { streaming: true, signal: sink.signal, onToken })
+      if (checkpoint !== undefined && run.recovery === undefined) await checkpoint('start', run.state)
+      const events = eventsOf(run, { streaming: true, signal: sink.signal, onToken, checkpoint })
       for (let step = await events.next(); step.done !== true; step = await events.next()) {
         const sent = send(step.value)
         if (sent !== undefined) await sent
       }
       await pauseForApproval(run)
+      if (checkpoint !== undefined) await checkpoint('end', run.state)
       await remember(run, resultOf(run.state))
         .catch((error: unknown) => context.log.error({ err: error }, 'session save failed during stream'))
       const paused = run.state.status === 'tool_calls_pending'
@@ -408,9 +419,30 @@ export function createAgentService (ports: AgentPorts) {
     return { ...result, approvals: run.approvals ?? [] }
   }
 
+  /**
+   * A durable run taken over by this process (DECISIONS 21), made ready from its last checkpoint: the same
+   * identity, model, settings, tools and conversation; new hooks (a new trace, budgets reserved here).
+   */
+  function prepareRecovery (context: RunContext, state: RunState, recovery: RecoveryPlan, conversationId: string, dialect: string): PreparedRun {
+    const spec: RunSpec = { model: state.settings.model, messages: [], tools: state.settings.tools, conversationId }
+    const observer = ports.hooks().runStart({
+      owner: context.owner,
+      keyLabel: context.keyLabel,
+      requestId: context.requestId,
+      dialect,
+      model: state.settings.model,
+      maxTokens: state.settings.maxTokens,
+      conversationId,
+      gateway: false,
+      parent: context.parent,
+    })
+    return { spec, state, owner: context.owner, conversationId, observer, recovery }
+  }
+
   return {
     prepare,
     prepareContinuation,
+    prepareRecovery,
 
     /**
      * Runs the agent for a JSON answer: memory loaded and saved (a store failure is a 503), hooks told, the

@@ -323,6 +323,9 @@ export function responsesEvents (options: { model: string, builder: ReturnType<t
         const payloads = closeMessage([])
         return payloads.length === 0 ? null : payloads
       }
+      // Background responses are not durable yet: a takeover never reaches this format.
+      case 'recovered':
+        return null
     }
   }
   /** Ends the stream after `payloads` (which begin with the opening when the stream had none). */
