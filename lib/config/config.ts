@@ -111,10 +111,15 @@ export function resolveConfig (env: Env, vars: Record<string, string | undefined
     throw new ConfigError(`Invalid configuration: ${(error as Error).message}`)
   }
   let approvalPatterns: string[]
+  let retrySafePatterns: string[]
   try {
     approvalPatterns = parseApprovalPatterns(env.TOOL_APPROVAL_REQUIRED)
+    retrySafePatterns = parseApprovalPatterns(env.TOOL_RETRY_SAFE, 'TOOL_RETRY_SAFE')
   } catch (error) {
     throw new ConfigError(`Invalid configuration: ${(error as Error).message}`)
+  }
+  if (env.DURABLE_RUNS && env.REDIS_URL === '') {
+    throw new ConfigError('Invalid configuration: DURABLE_RUNS=true needs REDIS_URL (durable runs live in Redis)')
   }
   const corsOrigins = splitList(env.CORS_ORIGINS)
   // Client-visible names (`provider:` prefixes dropped), the default first; one route per name (README, "Models and providers").
@@ -135,6 +140,8 @@ export function resolveConfig (env: Env, vars: Record<string, string | undefined
     trustProxy: resolveTrustProxy(env.TRUST_PROXY),
     /** TOOL_APPROVAL_REQUIRED's entries (README "Tool approval"). */
     approvalPatterns,
+    /** TOOL_RETRY_SAFE's entries (DECISIONS 21). */
+    retrySafePatterns,
     /** The documents of KNOWLEDGE_BASE_FILE; undefined without it (the built-in documents answer). */
     knowledgeDocuments: env.KNOWLEDGE_BASE_FILE === undefined ? undefined : loadKnowledgeBaseFile(env.KNOWLEDGE_BASE_FILE),
     /** The servers of MCP_CONFIG_FILE (none without it). */
