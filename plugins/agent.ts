@@ -1,16 +1,20 @@
 // Agent plugin: Fastify glue of the agent service (lib/agent/service.ts): a request's run context and its SSE or stream-log sink.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
+import type { Checkpoint } from '../lib/agent/run.js'
 import { createAgentService, type Continuation, type EventSink, type PreparedRun, type RunContext } from '../lib/agent/service.js'
 import type { ApprovalRecord } from '../lib/stores/run-store.js'
 import type { AgentResult } from '../lib/agent/run.js'
 import type { RunSpec } from '../lib/agent/spec.js'
 import type { RunState } from '../lib/agent/state.js'
+import type { DurableRecord } from '../lib/agent/durable.js'
 import { approvalMatcher } from '../lib/config/approval-policy.js'
 import { UsageTally } from '../lib/agent/usage.js'
 import { openSseStream, type SseWriter } from '../lib/http/sse.js'
 import type { StreamFormat } from '../lib/agent/stream-format.js'
-import type { StreamLayout } from './resumable.js'
+import type { OpenedStream, StreamLayout } from './resumable.js'
+import { HANDOVER, SUPERSEDED } from '../lib/stores/stream-log.js'
+import type { StoredCheckpoint } from '../lib/agent/durable.js'
 
 /** Preparing a run aborts nothing: its context needs a signal all the same. */
 const NOT_ABORTED = new AbortController().signal
@@ -70,11 +74,12 @@ function watchFirstCall (run: PreparedRun): Promise<void> {
  */
 function deferredSink (
   request: FastifyRequest, reply: FastifyReply,
-  options: { openOnFirstPayload?: () => EventSink, keepEarlyError?: boolean, beforeEnd?: () => Promise<void> } = {}
+  options: { openOnFirstPayload?: () => EventSink, keepEarlyError?: boolean, beforeEnd?: () => Promise<void>, checkpoints?: boolean } = {}
 ) {
   const controller = new AbortController()
   let target: EventSink | undefined
-  const held: string[] = []
+  /** Payloads, and a durable run's checkpoints (copies: the run goes on changing its state), in their order. */
+  const held: Array<string | Parameters<Checkpoint>> = []
   let ending: readonly string[] | undefined
   let closed = false
   /** Opened: from then on the target's signal tells that the client left. */
@@ -124,6 +129,14 @@ function deferredSink (
           },
         }
       : {}),
+    ...(options.checkpoints === true
+      ? {
+          checkpoint: async (boundary, state) => {
+            if (target?.checkpoint !== undefined) await target.checkpoint(boundary, state)
+            else held.push([boundary, structuredClone(state)])
+          },
+        }
+      : {}),
   }
   return {
     sink,
@@ -131,7 +144,10 @@ function deferredSink (
     async open (opened: EventSink): Promise<void> {
       follow(opened)
       // In order: what the run sends meanwhile is held too, until nothing is left.
-      while (held.length > 0) await opened.send(held.shift() as string)
+      for (let next = held.shift(); next !== undefined; next = held.shift()) {
+        if (typeof next === 'string') await opened.send(next)
+        else await opened.checkpoint?.(...next)
+      }
       target = opened
       if (ending !== undefined) await opened.end(ending)
       if (closed) opened.close()
@@ -176,8 +192,9 @@ function clientSink (sse: SseWriter): EventSink {
  * The sink of a resumable stream: the stream's log, which this connection and any resumer follow. The client
  * leaving does not stop the run; a cancel from any replica does (then `Cancelled`).
  */
-function logSink (opened: Awaited<ReturnType<FastifyInstance['resumable']['open']>>): EventSink {
+export function logSink (opened: Pick<OpenedStream, 'producer' | 'signal' | 'done'>): EventSink {
   const { producer, signal } = opened
+  const { checkpoint } = producer
   return {
     // Logged when the run ends, not when this client leaves.
     logAfterResponse: false,
@@ -190,8 +207,14 @@ function logSink (opened: Awaited<ReturnType<FastifyInstance['resumable']['open'
     },
     abortMessage: () => {
       const reason: unknown = signal.reason
+      // A durable run handed over or taken by another replica ends nothing: the run goes on there (DECISIONS 21).
+      if (reason instanceof Error && (reason.message === HANDOVER || reason.message === SUPERSEDED)) return undefined
       return reason instanceof Error && reason.message !== '' ? reason.message : 'Cancelled'
     },
+    // A durable run saves its state, with the events before it, at every step boundary.
+    ...(checkpoint === undefined
+      ? {}
+      : { checkpoint: async (boundary, state) => { await checkpoint(JSON.stringify({ boundary, state } satisfies StoredCheckpoint)) } }),
   }
 }
 
@@ -228,10 +251,12 @@ function createAgent (app: FastifyInstance) {
   /** Opens the response's stream: a resumable stream's log, or the client's own SSE response. */
   async function openSink (
     request: FastifyRequest, reply: FastifyReply, format: StreamFormat, usage: UsageTally,
-    options: { resumable?: StreamLayout, onOpen?: (streamId: string) => Promise<void> }, link: string | undefined
+    options: { resumable?: StreamLayout, onOpen?: (streamId: string) => Promise<void>, durable?: DurableRecord }, link: string | undefined
   ): Promise<{ sink: EventSink, followed: Promise<void> }> {
     if (options.resumable !== undefined) {
-      const opened = await app.resumable.open(request, reply, format, options.resumable, link)
+      // DURABLE_RUNS: the route's resumable runs outlive this process (DECISIONS 21).
+      const durable = config.DURABLE_RUNS && options.durable !== undefined ? { record: JSON.stringify(options.durable) } : undefined
+      const opened = await app.resumable.open(request, reply, format, options.resumable, link, durable)
       // What the route files the stream under (a UI chat's id), before the run can end.
       await options.onOpen?.(opened.id).catch((error: unknown) => request.log.error({ err: error }, 'recording the stream failed'))
       return { sink: logSink(opened), followed: opened.followed }
@@ -282,6 +307,8 @@ function createAgent (app: FastifyInstance) {
         deferHeaders?: boolean
         /** Awaited before the payloads that end the stream are sent (with `deferHeaders`): the run's state at its end. */
         beforeEnd?: (state: RunState) => Promise<void>
+        /** A resumable run of this route is durable when DURABLE_RUNS is on (DECISIONS 21). */
+        durable?: boolean
       } = {}
     ): Promise<void> {
       app.llm.limiter.assertAvailable()
@@ -325,7 +352,8 @@ function createAgent (app: FastifyInstance) {
       // the UI route, whose protocol ends its 200 stream with an error chunk instead.
       if (format.name !== 'ui') {
         const admitted = watchFirstCall(run)
-        const deferred = deferredSink(request, reply)
+        const durable = options.durable === true && config.DURABLE_RUNS && options.resumable !== undefined
+        const deferred = deferredSink(request, reply, { checkpoints: durable })
         const pumping = service.stream(contextOf(request, reply, deferred.sink.signal), run, format, deferred.sink)
         const first = await Promise.race([admitted.then(() => 'admitted' as const, (error: unknown) => error), pumping.then(() => 'ended' as const)])
         if (first !== 'admitted' && first !== 'ended') {
@@ -333,14 +361,16 @@ function createAgent (app: FastifyInstance) {
           throw first
         }
         reply.headers(await app.budgets.headers(request.identity, request.id))
-        const opened = await openSink(request, reply, format, usage, options, run.observer?.link)
+        const record = durable ? { identity: request.identity, conversationId: run.conversationId } : undefined
+        const opened = await openSink(request, reply, format, usage, { ...options, durable: record }, run.observer?.link)
         await deferred.open(opened.sink)
         await pumping
         await opened.followed
         return
       }
       reply.headers(await app.budgets.headers(request.identity, request.id))
-      const opened = await openSink(request, reply, format, usage, options, run.observer?.link)
+      // The UI route's durable runs are not built yet (DECISIONS 21): its streams stay as before.
+      const opened = await openSink(request, reply, format, usage, { ...options, durable: undefined }, run.observer?.link)
       await service.stream(contextOf(request, reply, opened.sink.signal), run, format, opened.sink)
       await opened.followed
     },
