@@ -95,7 +95,8 @@ async function setup (t: Test, extra: Record<string, string> = {}) {
     REDIS_URL: redis.url,
     REDIS_PREFIX: redis.prefix,
     DURABLE_RUNS: 'true',
-    RUN_LEASE_SECONDS: '2',
+    // DURABLE_TEST_LEASE=10 measures the takeover with the default lease.
+    RUN_LEASE_SECONDS: process.env['DURABLE_TEST_LEASE'] ?? '2',
     TOOL_RETRY_SAFE: 'safe__*',
     COUNT_FILE: countFile,
     ...extra,
@@ -121,7 +122,7 @@ async function killDuringTool (t: Test, fake: FakeAnthropic, owner: Replica, sur
   const killedAt = performance.now()
   await kill(owner)
   const rest = await readEvents(await fetch(survivor.base + path, { headers: { 'last-event-id': String(first.at(-1)?.id) } }), (event, all) => {
-    if (event.type === 'recovered' && all.length === 1) t.comment(`takeover (kill -> marker) with RUN_LEASE_SECONDS=2: ${Math.round(performance.now() - killedAt)} ms`)
+    if (event.type === 'recovered' && all.length === 1) t.comment(`takeover (kill -> marker) with RUN_LEASE_SECONDS=${env.RUN_LEASE_SECONDS}: ${Math.round(performance.now() - killedAt)} ms`)
     return event.type === 'done' || event.type === 'error'
   })
   return { first, rest, all: [...first, ...rest] }
@@ -144,6 +145,10 @@ test('kill -9 of the owner during a tool call: the call is not run again, the mo
   t.same(second?.content.map((block) => [block.type, block.content, block.is_error]), [['tool_result', INTERRUPTED_TOOL_TEXT, true]], 'the model read the exact text, as an error')
   t.equal((once.rest.find((e) => e.type === 'usage')?.data as { source: string }).source, 'provider', 'no model call was interrupted')
 
+  const bMetrics = await (await fetch(`${b.base}/metrics`)).text()
+  t.match(bMetrics, /agent_tool_calls_total\{tool="work__slow",outcome="interrupted"\} 1/, 'counted on the replica that took the run over')
+  t.match(bMetrics, /agent_run_recoveries_total\{outcome="resumed"\} 1/)
+
   const c = await startReplica(t, env)
   const retried = await killDuringTool(t, fake, b, c, 'safe__slow', runs)
   t.same(retried.rest.map((e) => e.type), ['recovered', 'tool_result', 'token', 'token', 'usage', 'done'])
@@ -153,9 +158,7 @@ test('kill -9 of the owner during a tool call: the call is not run again, the mo
 
   const metrics = await (await fetch(`${c.base}/metrics`)).text()
   t.match(metrics, /agent_run_recoveries_total\{outcome="resumed"\} 1/)
-  t.match(metrics, /agent_run_recoveries_total\{outcome="lost"\} 0/)
-  const bMetrics = await (await fetch(`${c.base}/metrics`)).text()
-  t.ok(bMetrics.length > 0)
+  t.match(metrics, /agent_run_recoveries_total\{outcome="lost"\} 0/, 'both series from startup')
 })
 
 test('kill -9 of the owner during a model call: the call is made again, the reader sees the marker and one continuous stream', async (t) => {
@@ -175,7 +178,7 @@ test('kill -9 of the owner during a model call: the call is made again, the read
     if (event.type === 'recovered') markerMs = performance.now() - killedAt
     return event.type === 'done' || event.type === 'error'
   })
-  t.comment(`takeover (kill -> marker) during a model call with RUN_LEASE_SECONDS=2: ${Math.round(markerMs)} ms`)
+  t.comment(`takeover (kill -> marker) during a model call with RUN_LEASE_SECONDS=${env.RUN_LEASE_SECONDS}: ${Math.round(markerMs)} ms`)
   const all = [...first, ...rest]
   assertContinuous(t, all)
   const marker = all.findIndex((e) => e.type === 'recovered')
@@ -212,4 +215,69 @@ test('SIGSTOP of the owner past its lease, then SIGCONT: nothing it does afterwa
   t.equal(whole.filter((e) => e.type === 'recovered').length, 1)
   const health = await fetch(`${a.base}/health`)
   t.equal(health.status, 200, 'the former owner goes on serving')
+})
+
+test('no replica left: the first to start takes the run over (boot sweep); with RUN_MAX_RECOVERIES=0 it ends it as lost', async (t) => {
+  const ready = await setup(t, { RUN_MAX_RECOVERIES: '0' })
+  if (ready === null) return
+  const { fake, env, runs } = ready
+  const a = await startReplica(t, env)
+  fake.enqueue({ kind: 'tool_use', tools: [{ name: 'work__slow', input: { job: 'ship' } }] })
+  const started = await post(a.base, { messages: [{ role: 'user', content: 'do the job' }], resumable: true })
+  const path = started.headers.get('content-location') ?? ''
+  const first = await readEvents(started, (event) => event.type === 'tool_call')
+  while (runs('work__slow') === 0) await new Promise((resolve) => setTimeout(resolve, 20))
+  await kill(a)
+  const b = await startReplica(t, env)
+  const rest = await readEvents(await fetch(b.base + path, { headers: { 'last-event-id': String(first.at(-1)?.id) } }))
+  t.same(rest.map((e) => [e.type, e.type === 'error' ? e.data : '']), [['usage', ''], ['error', 'Stream interrupted']], 'lost: usage, then Stream interrupted')
+  assertContinuous(t, [...first, ...rest])
+  t.equal(runs('work__slow'), 1)
+  const metrics = await (await fetch(`${b.base}/metrics`)).text()
+  t.match(metrics, /agent_run_recoveries_total\{outcome="lost"\} 1/)
+})
+
+test('a cancel through another replica of a run whose owner died ends it (usage, Cancelled) and it is never continued', async (t) => {
+  const ready = await setup(t)
+  if (ready === null) return
+  const { fake, env, runs } = ready
+  const [a, b] = await Promise.all([startReplica(t, env), startReplica(t, env)])
+  if (a === undefined || b === undefined) throw new Error('replicas')
+  fake.enqueue({ kind: 'tool_use', tools: [{ name: 'work__slow', input: { job: 'ship' } }] })
+  const started = await post(a.base, { messages: [{ role: 'user', content: 'do the job' }], resumable: true })
+  const path = started.headers.get('content-location') ?? ''
+  const first = await readEvents(started, (event) => event.type === 'tool_call')
+  while (runs('work__slow') === 0) await new Promise((resolve) => setTimeout(resolve, 20))
+  await kill(a)
+  const cancel = await fetch(`${b.base}${path}/cancel`, { method: 'POST' })
+  t.equal(cancel.status, 202)
+  const rest = await readEvents(await fetch(b.base + path, { headers: { 'last-event-id': String(first.at(-1)?.id) } }))
+  t.same(rest.map((e) => e.type === 'error' ? e.data : e.type), ['usage', 'Cancelled'])
+  assertContinuous(t, [...first, ...rest])
+  t.equal(fake.requests.length, 1, 'no model call after the cancel')
+  t.equal((await fetch(`${b.base}${path}/cancel`, { method: 'POST' })).status, 409, 'a second cancel is 409')
+})
+
+test('SIGTERM of the owner: the run is handed over (no terminal event from it), the process exits 0, another replica continues it', async (t) => {
+  const ready = await setup(t, { SHUTDOWN_GRACE_SECONDS: '1' })
+  if (ready === null) return
+  const { fake, env, runs } = ready
+  const [a, b] = await Promise.all([startReplica(t, env), startReplica(t, env)])
+  if (a === undefined || b === undefined) throw new Error('replicas')
+  fake.enqueue({ kind: 'tool_use', tools: [{ name: 'work__slow', input: { job: 'ship' } }] }, { kind: 'text', text: 'Handed over.' })
+  const started = await post(a.base, { messages: [{ role: 'user', content: 'do the job' }], resumable: true })
+  const path = started.headers.get('content-location') ?? ''
+  const reading = readEvents(started)
+  while (runs('work__slow') === 0) await new Promise((resolve) => setTimeout(resolve, 20))
+  const exited = once(a.child, 'exit')
+  a.child.kill('SIGTERM')
+  const [code] = await exited as [number | null]
+  t.equal(code, 0, 'exit 0')
+  const first = await reading
+  t.same(first.map((e) => e.type), ['tool_call'], 'its connection closed without a terminal event')
+  const rest = await readEvents(await fetch(b.base + path, { headers: { 'last-event-id': String(first.at(-1)?.id) } }))
+  t.same(rest.map((e) => e.type), ['recovered', 'tool_result', 'token', 'token', 'usage', 'done'])
+  t.equal((rest[1]?.data as { interrupted?: boolean }).interrupted, true, 'the cancelled call is an interrupted one')
+  assertContinuous(t, [...first, ...rest])
+  t.equal(runs('work__slow'), 1)
 })
