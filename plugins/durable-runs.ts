@@ -10,7 +10,7 @@ import { approvalMatcher } from '../lib/config/approval-policy.js'
 import { agentEvents } from '../lib/dialects/agent-events/format.js'
 import { estimateTokens } from '../lib/llm/tokens.js'
 import type { ClaimedStream, DurableStreams, StreamEntry } from '../lib/stores/stream-log.js'
-import { logSink } from './agent.js'
+import { streamLogSink } from '../lib/http/run-sinks.js'
 
 /** The formats whose runs can be durable, by the name the stream log records. */
 const DURABLE_FORMATS: ReadonlyMap<string, StreamFormat & { tokenText: (payload: string) => string | undefined }> = new Map([
@@ -90,7 +90,7 @@ function createDurableRuns (app: FastifyInstance, durable: DurableStreams) {
       retrySafe,
       interrupted: (tool) => { app.metrics.toolCalls.inc({ tool, outcome: 'interrupted' }) },
     }, record.conversationId, format.name)
-    await app.agent.service.stream(context, run, format, logSink({ producer, signal: tracked.signal, done: tracked.done }))
+    await app.agent.service.stream(context, run, format, streamLogSink({ producer, signal: tracked.signal, done: tracked.done }))
   }
 
   let sweeping = false

@@ -122,7 +122,7 @@ async function killDuringTool (t: Test, fake: FakeAnthropic, owner: Replica, sur
   const killedAt = performance.now()
   await kill(owner)
   const rest = await readEvents(await fetch(survivor.base + path, { headers: { 'last-event-id': String(first.at(-1)?.id) } }), (event, all) => {
-    if (event.type === 'recovered' && all.length === 1) t.comment(`takeover (kill -> marker) with RUN_LEASE_SECONDS=${env.RUN_LEASE_SECONDS}: ${Math.round(performance.now() - killedAt)} ms`)
+    if (event.type === 'recovered' && all.length === 1) t.comment(`takeover (kill -> marker) with RUN_LEASE_SECONDS=${process.env['DURABLE_TEST_LEASE'] ?? '2'}: ${Math.round(performance.now() - killedAt)} ms`)
     return event.type === 'done' || event.type === 'error'
   })
   return { first, rest, all: [...first, ...rest] }
