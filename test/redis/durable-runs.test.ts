@@ -12,7 +12,7 @@ import { INTERRUPTED_TOOL_TEXT } from '../../lib/agent/run.js'
 import { startFakeAnthropic, type FakeAnthropic } from '../fake-anthropic/server.js'
 import { ROOMY_LIMITS } from '../helpers/agent.js'
 import { fakeEnv } from '../helpers/fake-app.js'
-import { requireRedis } from '../helpers/redis.js'
+import { requireRedis, requireRedisCluster } from '../helpers/redis.js'
 
 // Several TypeScript child processes start one after the other: slow on a loaded machine.
 tap.setTimeout(900_000)
@@ -80,8 +80,8 @@ const post = async (base: string, body: unknown): Promise<Response> => await fet
   method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
 })
 
-async function setup (t: Test, extra: Record<string, string> = {}) {
-  const redis = await requireRedis(t)
+async function setup (t: Test, extra: Record<string, string> = {}, cluster = false) {
+  const redis = cluster ? await requireRedisCluster(t, { masters: 3 }) : await requireRedis(t)
   if (redis === null) return null
   const fake = await startFakeAnthropic()
   t.teardown(() => fake.close())
@@ -94,6 +94,7 @@ async function setup (t: Test, extra: Record<string, string> = {}) {
     LOG_LEVEL: 'warn',
     REDIS_URL: redis.url,
     REDIS_PREFIX: redis.prefix,
+    ...(cluster ? { REDIS_CLUSTER: 'true' } : {}),
     DURABLE_RUNS: 'true',
     // DURABLE_TEST_LEASE=10 measures the takeover with the default lease.
     RUN_LEASE_SECONDS: process.env['DURABLE_TEST_LEASE'] ?? '2',
@@ -279,5 +280,18 @@ test('SIGTERM of the owner: the run is handed over (no terminal event from it), 
   t.same(rest.map((e) => e.type), ['recovered', 'tool_result', 'token', 'token', 'usage', 'done'])
   t.equal((rest[1]?.data as { interrupted?: boolean }).interrupted, true, 'the cancelled call is an interrupted one')
   assertContinuous(t, [...first, ...rest])
+  t.equal(runs('work__slow'), 1)
+})
+
+test('on a Redis Cluster (hash tags per stream shard): kill -9 of the owner during a tool call, the call runs once and the stream stays continuous', async (t) => {
+  const ready = await setup(t, {}, true)
+  if (ready === null) return
+  const { fake, env, runs } = ready
+  const [a, b] = await Promise.all([startReplica(t, env), startReplica(t, env)])
+  if (a === undefined || b === undefined) throw new Error('replicas')
+  const once = await killDuringTool(t, fake, a, b, 'work__slow', runs)
+  t.same(once.rest.map((e) => e.type), ['recovered', 'tool_result', 'token', 'token', 'usage', 'done'])
+  t.equal((once.rest[1]?.data as { interrupted?: boolean }).interrupted, true)
+  assertContinuous(t, once.all)
   t.equal(runs('work__slow'), 1)
 })
