@@ -129,6 +129,13 @@ export class StreamWriter {
         }
       } else {
         failure ??= error
+        // Redis down: the run goes on for its live client, not durable meanwhile (DECISIONS 21); written once Redis is back.
+        if (local.stored !== undefined) {
+          for (let seq = local.stored.lastId + 1; seq <= upTo; seq++) {
+            const entry = local.buffer.entries[seq - 1] as StreamEntry
+            local.stored.push(entry.payload, entry.terminal)
+          }
+        }
         // Written with the next attempt unless a newer checkpoint replaced it; the run does not wait for Redis.
         if (checkpoint !== undefined) local.checkpoint ??= { json: checkpoint.json, id: checkpoint.id, waiters: [] }
       }
