@@ -323,9 +323,8 @@ export function responsesEvents (options: { model: string, builder: ReturnType<t
         const payloads = closeMessage([])
         return payloads.length === 0 ? null : payloads
       }
-      // Responses never pause for approval: nothing resumes.
+      // Responses never pause for approval (nothing resumes), and background responses are not durable yet.
       case 'resumed':
-      // Background responses are not durable yet: a takeover never reaches this format.
       case 'recovered':
         return null
     }
