@@ -10,6 +10,7 @@ import { heldSink, sseSink, streamLogSink } from '../lib/http/run-sinks.js'
 import { openSseStream } from '../lib/http/sse.js'
 import type { StreamFormat } from '../lib/agent/stream-format.js'
 import type { StreamLayout } from './resumable.js'
+import type { DurableRecord } from '../lib/agent/durable.js'
 
 /** Preparing a run aborts nothing: its context needs a signal all the same. */
 const NOT_ABORTED = new AbortController().signal
@@ -83,10 +84,10 @@ function createAgent (app: FastifyInstance) {
   /** Opens the response's stream: a resumable stream's log, or the client's own SSE response. */
   async function openSink (
     request: FastifyRequest, reply: FastifyReply, format: StreamFormat, usage: UsageTally,
-    options: { resumable?: StreamLayout, onOpen?: (streamId: string) => Promise<void> }, link: string | undefined
+    options: { resumable?: StreamLayout, onOpen?: (streamId: string) => Promise<void> }, link: string | undefined, durable?: DurableRecord
   ): Promise<{ sink: EventSink, followed: Promise<void> }> {
     if (options.resumable === undefined) return { sink: clientSink(request, reply, format, usage), followed: Promise.resolve() }
-    const opened = await app.resumable.open(request, reply, format, options.resumable, link)
+    const opened = await app.resumable.open(request, reply, format, options.resumable, link, durable === undefined ? undefined : { record: JSON.stringify(durable) })
     // What the route files the stream under (a UI chat's id), before the run can end.
     await options.onOpen?.(opened.id).catch((error: unknown) => request.log.error({ err: error }, 'recording the stream failed'))
     return { sink: streamLogSink(opened), followed: opened.followed }
@@ -127,6 +128,8 @@ function createAgent (app: FastifyInstance) {
         onOpen?: (streamId: string) => Promise<void>
         /** Awaited before the payloads that end the stream are sent: the run's state at its end. */
         beforeEnd?: (state: RunState) => Promise<void>
+        /** A resumable run of this route is durable when DURABLE_RUNS is on (DECISIONS 21). */
+        durable?: boolean
       } = {}
     ): Promise<void> {
       app.llm.limiter.assertAvailable(request.identity)
@@ -140,7 +143,12 @@ function createAgent (app: FastifyInstance) {
       // A continuation whose format says so opens at once: its approved calls run before any model call (README "Tool approval").
       const opening = 'continuation' in spec && format.continuationOpensAtOnce === true ? 'at-once' : format.opening ?? 'after-first-call'
       const { beforeEnd } = options
+      // DURABLE_RUNS: the route's resumable runs outlive this process (DECISIONS 21), saved at every step boundary.
+      const durable: DurableRecord | undefined = options.durable === true && config.DURABLE_RUNS && options.resumable !== undefined
+        ? { identity: request.identity, conversationId: run.conversationId }
+        : undefined
       const held = heldSink({
+        checkpoints: durable !== undefined,
         onClientGone: (abort) => { onDisconnect(request, reply, abort) },
         ...(opening === 'on-first-output' ? { openOnFirstPayload: () => clientSink(request, reply, format, usage), keepEarlyError: true } : {}),
         ...(beforeEnd === undefined ? {} : { beforeEnd: async () => { await beforeEnd(run.state) } }),
@@ -148,7 +156,7 @@ function createAgent (app: FastifyInstance) {
       /** Opens the stream (budget headers first) and hands it what the run sent meanwhile; `followed`: its connection ended. */
       const open = async (): Promise<{ followed: Promise<void> }> => {
         await hookHeaders(reply, run)
-        const opened = await openSink(request, reply, format, usage, options, run.observer?.link)
+        const opened = await openSink(request, reply, format, usage, options, run.observer?.link, durable)
         await held.open(opened.sink)
         return opened
       }

@@ -103,6 +103,12 @@ export function createMetrics (options: CreateMetricsOptions = {}) {
     labelNames: ['tool', 'outcome'] as const,
     registers,
   })
+  const runRecoveries = new Counter({
+    name: 'agent_run_recoveries_total',
+    help: 'Durable runs taken over by this replica (DURABLE_RUNS), by outcome: resumed (continued) or lost (ended as lost)',
+    labelNames: ['outcome'] as const,
+    registers,
+  })
   const toolApprovalRequests = new Counter({
     name: 'agent_tool_approval_requests_total',
     help: 'Approvals issued for tool calls that wait for a person (TOOL_APPROVAL_REQUIRED), by tool',
@@ -157,6 +163,7 @@ export function createMetrics (options: CreateMetricsOptions = {}) {
     llmTimeToFirstToken,
     llmFallbacks,
     toolCalls,
+    runRecoveries,
     toolApprovalRequests,
     toolApprovals,
     mcpServerUp,

@@ -108,6 +108,8 @@ export default fp<StoresPluginOptions>(async (app, options) => {
         ttlSeconds: config.STREAM_RESUME_TTL_SECONDS,
         logger: app.log,
         connect: streamLogConnections(config.REDIS_URL, config.REDIS_CLUSTER),
+        // A durable run's owner holds its lease for RUN_LEASE_SECONDS (DECISIONS 21); other streams keep the log's default.
+        ...(config.DURABLE_RUNS ? { leaseMs: config.RUN_LEASE_SECONDS * 1000 } : {}),
         ...(config.REDIS_CLUSTER ? { retry: { attempts: 8, delayMs: 250 } } : {}),
       }),
       chatStreams: createRedisChatStreamIndex(redis, { prefix, ttlSeconds: config.STREAM_RESUME_TTL_SECONDS }),

@@ -83,6 +83,10 @@ export const EnvSchema = Type.Object({
   BUDGET_USD_PER_DAY: Type.Optional(Type.Number({ minimum: 0, maximum: 1e9, description: 'Default spend budget per UTC day, USD' })),
   BUDGET_USD_PER_MONTH: Type.Optional(Type.Number({ minimum: 0, maximum: 1e9, description: 'Default spend budget per UTC month, USD' })),
   MODEL_PRICES: Type.String({ default: '', description: 'name=input:output[:cache_read[:cache_write]], comma list, USD per million tokens' }),
+  DURABLE_RUNS: Type.Boolean({ default: false, description: 'Resumable agent streams survive the death of their process (needs REDIS_URL)' }),
+  RUN_LEASE_SECONDS: Int(10, 2, 'How long a durable run\'s owner may stay silent before another replica takes the run over', 3600),
+  RUN_MAX_RECOVERIES: Int(3, 0, 'Takeovers of one durable run; its owner\'s next death ends it as lost', 1000),
+  TOOL_RETRY_SAFE: Type.String({ default: '', description: 'Comma list of tool names (`*` any run of characters) whose calls may run again when their owner died during the call' }),
   PROMPT_CACHING: Type.Boolean({ default: true, description: 'Anthropic cache breakpoints on tools, system prompt and conversation' }),
 })
 

@@ -48,7 +48,24 @@ export interface RunOptions {
    * call writes). A promise it returns is awaited: the writer is not keeping up.
    */
   onToken?: ((text: string) => Promise<void> | undefined) | undefined
+  /**
+   * Saves the run's state at a step boundary before the run goes on (durable runs, DECISIONS 21); awaited. None:
+   * nothing is saved and nothing is cloned (the run's hot path pays one undefined check per boundary).
+   */
+  checkpoint?: Checkpoint | undefined
+  /** Model calls that finished before this request took the run (a taken-over run): they count for MAX_ITERATIONS. */
+  callsBefore?: number | undefined
 }
+
+/**
+ * The step boundaries a run is saved at: `start` (nothing sent yet), `model_done` (a model call finished: its text,
+ * tool calls and usage), `tools_started` (the calls' start events are out, the tools not yet called), `tool_done`
+ * (one call's result), `tools_done` (the turn's results are out and closed), `end` (final or paused).
+ */
+export type CheckpointBoundary = 'start' | 'model_done' | 'tools_started' | 'tool_done' | 'tools_done' | 'end'
+
+/** Saves `state` at `boundary`; a promise the run waits for. */
+export type Checkpoint = (boundary: CheckpointBoundary, state: RunState) => Promise<void>
 
 /** The first `max` characters (code points) of `text`: a surrogate pair is never cut in half. */
 export function truncateChars (text: string, max: number): string {
@@ -162,22 +179,43 @@ async function * runPendingCalls (state: RunState, ports: RunPorts, options: Run
   if (runnable.length === 0) return
   for (const call of runnable) yield { type: 'tool_call', data: { tool: call.name, args: call.input }, callId: call.id }
   throwIfAborted(options.signal)
+  const { checkpoint } = options
+  // The start events are stored before any tool runs: a takeover never runs a started call again (DECISIONS 21).
+  if (checkpoint !== undefined) await checkpoint('tools_started', state)
+  throwIfAborted(options.signal)
   let index = state.results.length
-  const outcomes = await Promise.all(runnable.map(async (call) => await execute(state, ports, call, index++, options.signal)))
+  const outcomes = await Promise.all(runnable.map(async (call) => {
+    const outcome = await execute(state, ports, call, index++, options.signal)
+    // Each result is saved as it comes (a takeover reuses it); its event still goes out in the model's order below.
+    if (checkpoint !== undefined && options.signal?.aborted !== true) {
+      state.results.push(resultBlock(call, outcome))
+      await checkpoint('tool_done', state)
+    }
+    return outcome
+  }))
   throwIfAborted(options.signal)
   for (const [i, call] of runnable.entries()) {
     const outcome = outcomes[i] ?? { content: '', isError: true }
-    state.toolCalls.push({ tool: call.name, args: call.input, result: outcome.content, is_error: outcome.isError })
-    state.results.push(resultBlock(call, outcome))
-    yield {
-      type: 'tool_result',
-      data: { tool: call.name, content: truncateChars(outcome.content, TOOL_RESULT_PREVIEW_CHARS) },
-      callId: call.id,
-      isError: outcome.isError,
-      output: outcome.content,
-    }
+    if (checkpoint === undefined) state.results.push(resultBlock(call, outcome))
+    yield * announceResult(state, call, outcome)
   }
   state.pending = state.pending.filter((call) => call.kind !== 'run')
+}
+
+/** Records a call's outcome in the run's tool calls and yields its result event. */
+function * announceResult (state: RunState, call: PendingCall, outcome: ToolResult & { interrupted?: boolean }): Generator<AgentEvent, void> {
+  state.toolCalls.push({ tool: call.name, args: call.input, result: outcome.content, is_error: outcome.isError })
+  yield {
+    type: 'tool_result',
+    data: {
+      tool: call.name,
+      content: truncateChars(outcome.content, TOOL_RESULT_PREVIEW_CHARS),
+      ...(outcome.interrupted === true ? { interrupted: true } : {}),
+    },
+    callId: call.id,
+    isError: outcome.isError,
+    output: outcome.content,
+  }
 }
 
 /**
@@ -210,6 +248,7 @@ export async function * step (state: RunState, ports: RunPorts, options: RunOpti
   const uses = message.content.filter((block) => block.type === 'tool_use')
   if (uses.length === 0 || message.stopReason !== 'tool_use') {
     state.status = 'final'
+    if (options.checkpoint !== undefined) await options.checkpoint('model_done', state)
     yield { type: 'step_finish' }
     return state.status
   }
@@ -217,11 +256,18 @@ export async function * step (state: RunState, ports: RunPorts, options: RunOpti
     id: use.id, name: use.name, input: use.input, inputError: use.inputError, kind: kindOf(state, ports, use.name),
   }))
   state.results = []
+  if (options.checkpoint !== undefined) await options.checkpoint('model_done', state)
+  return yield * finishTurn(state, ports, options)
+}
+
+/** Runs the turn's calls that have not started, then closes the turn (or leaves it waiting) and ends the step. */
+async function * finishTurn (state: RunState, ports: RunPorts, options: RunOptions): AsyncGenerator<AgentEvent, RunState['status']> {
   yield * runPendingCalls(state, ports, options)
   if (state.pending.length > 0) {
     state.status = 'tool_calls_pending'
   } else {
     closeTurn(state)
+    if (options.checkpoint !== undefined) await options.checkpoint('tools_done', state)
   }
   yield { type: 'step_finish' }
   return state.status
@@ -232,7 +278,7 @@ export async function * step (state: RunState, ports: RunPorts, options: RunOpti
  * model calls in this request, else an AgentError. An abort stops it at once: no further model call or tool run.
  */
 export async function * drive (state: RunState, ports: RunPorts, options: RunOptions): AsyncGenerator<AgentEvent, RunState> {
-  for (let calls = 0; calls < state.settings.maxIterations; calls++) {
+  for (let calls = options.callsBefore ?? 0; calls < state.settings.maxIterations; calls++) {
     const status = yield * step(state, ports, options)
     if (status !== 'running') return state
   }
@@ -277,6 +323,62 @@ export async function * resume (
   }
   closeTurn(state)
   return yield * drive(state, ports, options)
+}
+
+/** What the model reads for a call whose owner died while it ran (DECISIONS 21). */
+export const INTERRUPTED_TOOL_TEXT =
+  'Tool call interrupted: the server running it stopped before it finished. It may or may not have taken effect, and it was not run again.'
+
+/** Where a taken-over run starts again: its last checkpoint, and what the new owner knows of what came after it. */
+export interface RecoveryPlan {
+  boundary: CheckpointBoundary
+  /** The new owner's attempt (2, 3, ...). */
+  attempt: number
+  /** The text the interrupted model call had streamed after the checkpoint ('' when none). */
+  discardedText: string
+  /** Whether a started call of this tool may run again (TOOL_RETRY_SAFE). */
+  retrySafe: (name: string) => boolean
+  /** Told of each started call that is not run again. */
+  interrupted?: ((tool: string) => void) | undefined
+}
+
+/**
+ * Continues a run taken over from its last checkpoint: the `recovered` marker, then the turn's calls that had
+ * started get their stored result, run again (TOOL_RETRY_SAFE) or the interrupted text; calls that had not
+ * started run normally; then the run goes on as {@link drive} (an interrupted model call is issued again).
+ */
+export async function * recover (state: RunState, ports: RunPorts, options: RunOptions, plan: RecoveryPlan): AsyncGenerator<AgentEvent, RunState> {
+  throwIfAborted(options.signal)
+  yield { type: 'recovered', data: { attempt: plan.attempt, discarded_text: plan.discardedText } }
+  const started = plan.boundary === 'tools_started' || plan.boundary === 'tool_done'
+  if (state.status === 'running' && state.pending.length > 0) {
+    if (started) {
+      const runnable = state.pending.filter((call) => call.kind === 'run')
+      for (const call of runnable) {
+        const stored = state.results.find((result) => result.tool_use_id === call.id)
+        let outcome: ToolResult & { interrupted?: boolean }
+        if (stored !== undefined) {
+          outcome = { content: stored.content, isError: stored.is_error === true }
+        } else if (plan.retrySafe(call.name)) {
+          outcome = await execute(state, ports, call, state.results.length, options.signal)
+          throwIfAborted(options.signal)
+          state.results.push(resultBlock(call, outcome))
+        } else {
+          outcome = { content: INTERRUPTED_TOOL_TEXT, isError: true, interrupted: true }
+          plan.interrupted?.(call.name)
+          state.results.push(resultBlock(call, outcome))
+        }
+        yield * announceResult(state, call, outcome)
+      }
+      state.pending = state.pending.filter((call) => call.kind !== 'run')
+      if (options.checkpoint !== undefined) await options.checkpoint('tool_done', state)
+    }
+    const status = yield * finishTurn(state, ports, options)
+    if (status !== 'running') return state
+  } else if (state.status !== 'running') {
+    return state
+  }
+  return yield * drive(state, ports, { ...options, callsBefore: state.steps })
 }
 
 /** A finished run as answers report it. */

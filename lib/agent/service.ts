@@ -11,7 +11,9 @@ import { approvalView, pausedState } from './approvals.js'
 import type { StreamFormat } from './stream-format.js'
 import type { AgentEvent } from './events.js'
 import { watchFirstCall, type RunHooks, type RunObserver, type RunOutcome } from './hooks.js'
-import { drive, resume, resultOf, type AgentResult, type ApprovalDecision, type ToolPort } from './run.js'
+import {
+  drive, recover, resume, resultOf, type AgentResult, type ApprovalDecision, type Checkpoint, type RecoveryPlan, type RunOptions, type ToolPort,
+} from './run.js'
 import type { RunSpec } from './spec.js'
 import { continuedState, newRunState, type RunState } from './state.js'
 import { UsageTally, type PriceLookup } from './usage.js'
@@ -97,6 +99,8 @@ export interface EventSink {
   takeError? (error: unknown): boolean
   /** The conversation's memory could not be saved: a JSON answer fails with it; without it, only logged (a stream is under way). */
   saveFailed? (error: unknown): void
+  /** A durable run's sink saves the run's state at each step boundary (DECISIONS 21); none: nothing is saved. */
+  checkpoint?: Checkpoint | undefined
 }
 
 /** A run made ready: its state, hooks, and who and what it is logged under. */
@@ -112,6 +116,8 @@ export interface PreparedRun {
   decisions?: ReadonlyMap<string, ApprovalDecision> | undefined
   /** The approvals issued when the run paused (for the formats and answers). */
   approvals?: ApprovalRecord[] | undefined
+  /** A durable run taken over from its last checkpoint (DECISIONS 21). */
+  recovery?: RecoveryPlan | undefined
 }
 
 /** How a run's error ends the hooks' view of it. */
@@ -301,15 +307,20 @@ export function createAgentService (ports: AgentPorts) {
       priceOf: ports.priceOf,
       identity: run.owner,
     }
-    const options = { streaming, signal: sink.signal, onToken }
+    const { checkpoint } = sink
+    const options: RunOptions = { streaming, signal: sink.signal, onToken, checkpoint }
     try {
-      // A fresh run drives; a continuation resumes its paused turn with the answers.
-      const events = run.decisions === undefined ? drive(run.state, runPorts, options) : resume(run.state, runPorts, options, run.decisions)
+      if (checkpoint !== undefined && run.recovery === undefined) await checkpoint('start', run.state)
+      // A fresh run drives; a continuation resumes its paused turn with the answers; a taken-over run recovers.
+      const events = run.recovery !== undefined
+        ? recover(run.state, runPorts, options, run.recovery)
+        : run.decisions === undefined ? drive(run.state, runPorts, options) : resume(run.state, runPorts, options, run.decisions)
       for (let step = await events.next(); step.done !== true; step = await events.next()) {
         const sent = send(step.value)
         if (sent !== undefined) await sent
       }
       run.approvals = await approvals.pause(run)
+      if (checkpoint !== undefined) await checkpoint('end', run.state)
       await remember(run).catch((error: unknown) => {
         if (sink.saveFailed !== undefined) sink.saveFailed(error)
         else context.log.error({ err: error }, 'session save failed during stream')
@@ -355,9 +366,19 @@ export function createAgentService (ports: AgentPorts) {
     return { ...resultOf(run.state), approvals: run.approvals ?? [] }
   }
 
+  /**
+   * A durable run taken over by this process (DECISIONS 21), made ready from its last checkpoint: the same
+   * identity, model, settings, tools and conversation; new hooks (a new trace, budgets reserved here).
+   */
+  function prepareRecovery (context: RunContext, state: RunState, recovery: RecoveryPlan, conversationId: string, dialect: string): PreparedRun {
+    const spec: RunSpec = { model: state.settings.model, messages: [], tools: state.settings.tools, conversationId }
+    return startRun(context, dialect, { spec, state, owner: context.owner, conversationId, recovery })
+  }
+
   return {
     prepare,
     prepareContinuation,
+    prepareRecovery,
 
     /**
      * Runs the agent for a JSON answer: memory loaded and saved (a store failure is a 503), hooks told, the

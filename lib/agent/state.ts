@@ -129,7 +129,22 @@ export function continuedState (paused: RunState): RunState {
   }
 }
 
-/** Whether `value` is a run state this code can continue (a stored state of another version is not). */
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
+const STATUSES: readonly unknown[] = ['running', 'final', 'tool_calls_pending']
+
+/**
+ * Whether `value` is a run state this code can continue: the current version, and its shape (a stored state of
+ * another version, or one whose fields are not what this version writes, is refused alike).
+ */
 export function isRunState (value: unknown): value is RunState {
-  return typeof value === 'object' && value !== null && (value as { version?: unknown }).version === RUN_STATE_VERSION
+  if (!isObject(value) || value['version'] !== RUN_STATE_VERSION) return false
+  const { settings, usage } = value
+  return isObject(settings) && typeof settings['model'] === 'string' && typeof settings['maxTokens'] === 'number' &&
+    Array.isArray(settings['tools']) && typeof settings['maxIterations'] === 'number' && typeof settings['maxToolCallsPerTurn'] === 'number' &&
+    Array.isArray(value['turns']) && value['turns'].every((turn) => isObject(turn) && (turn['role'] === 'user' || turn['role'] === 'assistant')) &&
+    typeof value['inputLength'] === 'number' && STATUSES.includes(value['status']) &&
+    Array.isArray(value['pending']) && value['pending'].every((call) => isObject(call) && typeof call['id'] === 'string' && typeof call['name'] === 'string') &&
+    Array.isArray(value['results']) && isObject(usage) && isObject(usage['byModel']) && typeof usage['model'] === 'string' &&
+    typeof value['steps'] === 'number' && typeof value['content'] === 'string' && Array.isArray(value['toolCalls']) &&
+    (value['lastStopReason'] === null || typeof value['lastStopReason'] === 'string')
 }

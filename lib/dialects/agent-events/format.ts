@@ -16,6 +16,7 @@ export const agentEvents: StreamFormat = {
       case 'token':
       case 'tool_call':
       case 'tool_result':
+      case 'recovered':
         return JSON.stringify({ type: event.type, data: event.data })
       default:
         return null

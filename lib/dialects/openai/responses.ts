@@ -366,8 +366,9 @@ export function responsesEvents (options: { model: string, builder: ReturnType<t
         const payloads = closeMessage([])
         return payloads.length === 0 ? null : payloads
       }
-      // Responses never pause for approval: nothing resumes.
+      // Responses never pause for approval (nothing resumes), and background responses are not durable yet.
       case 'resumed':
+      case 'recovered':
         return null
     }
   }

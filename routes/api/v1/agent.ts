@@ -26,7 +26,8 @@ const agentRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
   }, async (request, reply) => {
     const body = request.body
-    const resumable = resumableIn(body, 'versioned')
+    // A resumable run of this route is durable when DURABLE_RUNS is on (DECISIONS 21).
+    const resumable = { ...resumableIn(body, 'versioned'), durable: true }
     if (requestKind(body, 'messages', ['model', 'temperature', 'max_tokens', 'tools']) === 'continuation') {
       const continuation = { family: 'agent' as const, scope: '', answers: body.approvals ?? [], loc: ['body', 'approvals'] }
       await app.agent.stream(request, reply, { continuation }, agentEvents, resumable)
