@@ -19,3 +19,7 @@ export type AgentEvent =
     output: string
   }
   | { type: 'step_finish' }
+  /** A JSON answer passed its check (README "Structured outputs"): the parsed value, after the answer's text. */
+  | { type: 'output', data: unknown }
+  /** The model refused to give the JSON answer: its refusal text (no answer follows). */
+  | { type: 'refusal', data: string }

@@ -57,6 +57,8 @@ export interface AgentSettings {
   memoryMaxTokens: number
   /** Max output tokens of `model` when the request names none. */
   defaultMaxTokens: (model: string) => number
+  /** Repair calls after a JSON answer that fails its check (STRUCTURED_OUTPUT_RETRIES; default 1). */
+  structuredOutputRetries?: number | undefined
 }
 
 /** What the service talks to. */
@@ -198,6 +200,9 @@ export function createAgentService (ports: AgentPorts) {
       // Gateway mode makes one model call: its tool calls go back to the client.
       maxIterations: spec.clientTools === undefined ? settings.maxIterations : 1,
       maxToolCallsPerTurn: settings.maxToolCallsPerTurn,
+      ...(spec.format === undefined
+        ? {}
+        : { format: spec.format, repairs: settings.structuredOutputRetries ?? 1, ...(spec.cutIsAnswer === true ? { cutIsAnswer: true } : {}) }),
     }, history.length === 0 ? [...spec.messages] : [...history, ...spec.messages])
     const observer = ports.hooks().runStart({
       owner,
@@ -328,7 +333,7 @@ export function createAgentService (ports: AgentPorts) {
         .catch((error: unknown) => context.log.error({ err: error }, 'session save failed during stream'))
       const paused = run.state.status === 'tool_calls_pending'
       await finish(context, run, paused ? 'paused' : 'final')
-      const ending = { usage: usage.report(), finishReason: run.state.lastStopReason }
+      const ending = { usage: usage.report(), finishReason: run.state.lastStopReason, refusal: run.state.refusal }
       const issued = new Map((run.approvals ?? []).map((approval) => [approval.callId, approvalView(approval)]))
       await sink.end(paused && format.paused !== undefined ? format.paused({ ...ending, pending: run.state.pending, approvals: issued }) : format.done(ending))
     } catch (error) {

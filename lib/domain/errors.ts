@@ -30,6 +30,17 @@ export class HttpError extends Error {
   }
 }
 
+/**
+ * A JSON answer that failed its check with no repair left, or was cut at max tokens (README "Structured outputs"):
+ * 502 `{detail: "Structured output invalid: <problems>"}`; /v1 names it with code `structured_output_invalid`.
+ */
+export class StructuredOutputError extends HttpError {
+  override name = 'StructuredOutputError'
+  constructor (readonly problems: readonly string[]) {
+    super(502, `Structured output invalid: ${problems.join('; ')}`)
+  }
+}
+
 /** Session storage is down (Redis outage): 503 with a fixed text; the cause is logged, not shown. */
 export function sessionStoreDown (error: unknown): never {
   throw new HttpError(503, 'Session store unavailable, please retry later', { 'retry-after': '1' }, { cause: error })

@@ -1,6 +1,20 @@
 // Reads a request's format field (DECISIONS 22) into the one internal shape; each dialect names the field its own way.
 import type { OutputFormat } from '../domain/output-format.js'
 import { checkSchemaSubset, SchemaRefusal } from './json-schema-subset.js'
+import { RequestValidationError } from './validation.js'
+
+/** The routes that take `response_format` (README "Structured outputs"), as 422 messages name them. */
+export const FORMAT_ROUTES = 'POST /api/v1/chat (with messages), /api/v1/chat/stream, /api/v2/chat, /api/v1/agent/stream, /api/v1/ui/chat, and /v1/*'
+
+/** A 422 for `response_format` on a route that does not take it (so no client takes prose for JSON). */
+export function refuseFormat (body: object): void {
+  if ((body as { response_format?: unknown }).response_format === undefined) return
+  throw new RequestValidationError([{
+    loc: ['body', 'response_format'],
+    msg: `response_format is not offered here; the routes that take it: ${FORMAT_ROUTES}`,
+    type: 'value_error',
+  }])
+}
 
 /** Where a format field is wrong, relative to the field (`[]`, `['type']`, `['json_schema', 'name']`), and why. */
 export class FormatProblem extends Error {

@@ -1,5 +1,6 @@
 // The provider interface every model backend implements (Anthropic, OpenAI-compatible, offline), in Messages API terms.
 import type { ChatTurn, TextBlock, ToolSpec, ToolUseBlock, Usage } from '../domain/types.js'
+import type { OutputFormat } from '../domain/output-format.js'
 
 export interface ModelRequest {
   model: string
@@ -13,6 +14,8 @@ export interface ModelRequest {
   /** How the model may use `tools` (`any`: it must call one; `tool`: that one); default auto. Providers map it. */
   toolChoice?: { type: 'auto' } | { type: 'any' } | { type: 'tool', name: string } | undefined
   signal?: AbortSignal
+  /** The JSON answer asked for: each provider asks for it its own way (README "Structured outputs"). */
+  format?: OutputFormat | undefined
   /**
    * Told the counts so far whenever the provider learns them (Anthropic: input at message start, then a
    * running output total); each call replaces the last. A stream cut short is billed by the last one.

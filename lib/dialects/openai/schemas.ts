@@ -44,7 +44,10 @@ export const ChatCompletionRequestSchema = Type.Object({
   tool_choice: Type.Optional(Type.Unknown({ description: '`auto`, `none`, `required` or `{type: "function", function: {name}}`' })),
   user: Nullable(Type.String({ maxLength: 256 })),
   n: Nullable(Type.Integer({ description: 'Only 1' })),
-  response_format: Type.Optional(Type.Unknown({ description: 'Only `{type: "text"}`' })),
+  response_format: Type.Optional(Type.Unknown({
+    description: 'README "Structured outputs": `{type: "text"}`, `{type: "json_object"}` or `{type: "json_schema", json_schema: {name, description?, schema, strict?}}`; ' +
+      'the answer is checked against the schema, repaired once, else 502 `structured_output_invalid`',
+  })),
 }, { description: 'OpenAI Chat Completions request; unknown fields are ignored' })
 
 export type ChatCompletionRequest = Static<typeof ChatCompletionRequestSchema>
@@ -74,6 +77,10 @@ export const ResponsesRequestSchema = Type.Object({
   background: Nullable(Type.Boolean()),
   conversation: Type.Optional(Type.Unknown()),
   prompt: Type.Optional(Type.Unknown()),
+  text: Type.Optional(Type.Unsafe<Record<string, unknown> | null>({
+    description: 'README "Structured outputs": `format` is `{type: "text"}`, `{type: "json_object"}` or `{type: "json_schema", name, description?, schema, strict?}`; ' +
+      '`verbosity` is accepted and ignored',
+  })),
 }, { description: 'OpenAI Responses request; unknown fields are ignored' })
 
 export type ResponsesRequest = Static<typeof ResponsesRequestSchema>

@@ -27,7 +27,7 @@ const agentRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }, async (request, reply) => {
     const body = request.body
     const resumable = resumableIn(body, 'versioned')
-    if (requestKind(body, 'messages', ['model', 'temperature', 'max_tokens', 'tools']) === 'continuation') {
+    if (requestKind(body, 'messages', ['model', 'temperature', 'max_tokens', 'tools', 'response_format']) === 'continuation') {
       const continuation = { family: 'agent' as const, scope: '', answers: body.approvals ?? [], loc: ['body', 'approvals'] }
       await app.agent.stream(request, reply, { continuation }, agentEvents, resumable)
       return reply

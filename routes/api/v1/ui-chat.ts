@@ -1,4 +1,5 @@
 // POST /api/v1/ui/chat and its reconnect URL: the AI SDK's useChat protocol (README "Chat UIs"), UI messages in, a resumable UI message stream out.
+import { flatFormat } from '../../../lib/dialects/v1/request.js'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { randomUUID } from 'node:crypto'
 import { Type } from 'typebox'
@@ -100,7 +101,15 @@ const uiChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
     reply.header(UI_MESSAGE_STREAM_HEADER, UI_MESSAGE_STREAM_VERSION)
     const format = createUiMessageStream({ messageId: randomUUID() })
     // Always resumable (README "Chat UIs"), filed under the chat id for the transport's reconnect URL.
-    const spec = { model: body.model, system, messages: turns, tools: 'all' as const, conversationId: body.id, approval: { family: 'ui' as const, scope: body.id } }
+    const spec = {
+      model: body.model,
+      system,
+      messages: turns,
+      tools: 'all' as const,
+      conversationId: body.id,
+      approval: { family: 'ui' as const, scope: body.id },
+      format: flatFormat(body.response_format),
+    }
     await app.agent.stream(request, reply, spec, format, {
       resumable: 'versioned',
       onOpen: async (streamId) => { await app.stores.chatStreams.set(request.identity, body.id, streamId) },
