@@ -2,6 +2,7 @@
 import type { CallOutcome } from '../llm/hooks.js'
 import type { Usage } from '../domain/types.js'
 import type { RunHooks } from './hooks.js'
+import type { StructuredOutcome } from './state.js'
 
 /** The metrics these hooks feed (prom-client counters and histograms fit). */
 export interface RunMetrics {
@@ -9,6 +10,8 @@ export interface RunMetrics {
   llmTimeToFirstToken: { observe (labels: { model: string }, seconds: number): void }
   toolCalls: { inc (labels: { tool: string, outcome: 'ok' | 'error' }): void }
   llmTokens: { inc (labels: { model: string, type: 'input' | 'output' | 'cache_read' | 'cache_write' }, value: number): void }
+  /** agent_structured_outputs_total (README "Structured outputs"). */
+  structuredOutputs?: { inc (labels: { outcome: StructuredOutcome }): void }
 }
 
 /** Metrics as run hooks: every model call (from its slot to its end), tool run and run's tokens. */
@@ -31,6 +34,7 @@ export function createMetricsHooks (metrics: RunMetrics): RunHooks {
         end: (result) => { metrics.toolCalls.inc({ tool: call.source === 'unknown' ? 'unknown' : call.name, outcome: result.isError ? 'error' : 'ok' }) },
       }),
       end (result) {
+        if (result.structuredOutcome !== undefined) metrics.structuredOutputs?.inc({ outcome: result.structuredOutcome })
         // However the run ended: a failed or cut call counts what it used.
         for (const [model, usage] of result.usageByModel as ReadonlyMap<string, Usage>) {
           metrics.llmTokens.inc({ model, type: 'input' }, usage.input_tokens)

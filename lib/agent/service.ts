@@ -237,6 +237,7 @@ export function createAgentService (ports: AgentPorts) {
       usageSource: usage.source,
       model: usage.model,
       ...(error === undefined ? {} : { error }),
+      ...(run.state.structured?.outcome === undefined ? {} : { structuredOutcome: run.state.structured.outcome }),
     })).catch((failure: unknown) => context.log.error({ err: failure }, 'run hook failed'))
   }
 
