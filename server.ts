@@ -18,15 +18,8 @@ try {
   process.exit(1)
 }
 
-let app: Awaited<ReturnType<typeof buildApp>>
-try {
-  app = await buildApp({ config })
-} catch (error) {
-  // A bad file a setting names (MCP_CONFIG_FILE) is a config error too: one line, non-zero exit.
-  if (!(error instanceof ConfigError)) throw error
-  console.error(error.message)
-  process.exit(1)
-}
+// Every file a setting names (MCP_CONFIG_FILE, MODELS_FILE, ...) was read and checked by loadConfig above.
+const app = await buildApp({ config })
 installGracefulShutdown(app, config.SHUTDOWN_GRACE_SECONDS)
 try {
   // A deeper accept queue than Node's 511: bursts of stream connections are this service's normal load.

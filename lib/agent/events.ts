@@ -23,3 +23,8 @@ export type AgentEvent =
   | { type: 'output', data: unknown }
   /** The model refused to give the JSON answer: its refusal text (no answer follows). */
   | { type: 'refusal', data: string }
+  /**
+   * A continuation resumes its paused turn (the run's first event then): the answered calls in the model's order.
+   * The UI message stream sends their outputs (or denials) first; the other formats send nothing for it.
+   */
+  | { type: 'resumed', answered: ReadonlyArray<{ toolCallId: string, approved: boolean }> }

@@ -42,7 +42,7 @@ export interface RunOptions {
   streaming: boolean
   signal?: AbortSignal | undefined
   /**
-   * Streamed text goes here instead of a `token` event: a stream's hot path, straight to its writer rather than
+   * Where streamed text goes (never as a yielded event): a stream's hot path, straight to its writer rather than
    * through each generator of the loop (the other events still come in order, as none is pending while a model
    * call writes). A promise it returns is awaited: the writer is not keeping up.
    */
@@ -61,11 +61,11 @@ export function truncateChars (text: string, max: number): string {
 }
 
 /**
- * One model call; yields token events when streaming and returns the whole message. Its usage goes to the
+ * One model call; its streamed text goes to `onToken`, and it returns the whole message. Its usage goes to the
  * run's tally: the provider's counts, or, when the call is cut short, the counts the provider had reported
  * so far (`partial`), else an estimate of what was sent and written (`estimated`).
  */
-async function * callModel (state: RunState, ports: RunPorts, options: RunOptions): AsyncGenerator<AgentEvent, ModelResponse> {
+async function callModel (state: RunState, ports: RunPorts, options: RunOptions): Promise<ModelResponse> {
   const { settings } = state
   const usage = new UsageTally(state.usage)
   const tools = settings.clientTools ?? (settings.tools.length > 0 ? ports.tools.specs(settings.tools) : undefined)
@@ -100,12 +100,8 @@ async function * callModel (state: RunState, ports: RunPorts, options: RunOption
           writtenChars += event.text.length
           // A JSON answer is held back until it passed its check (settleAnswer sends it).
           if (settings.format !== undefined) continue
-          if (options.onToken === undefined) {
-            yield { type: 'token', data: event.text }
-          } else {
-            const drained = options.onToken(event.text)
-            if (drained !== undefined) await drained
-          }
+          const drained = options.onToken?.(event.text)
+          if (drained !== undefined) await drained
         }
       }
       if (message === undefined) throw new AgentError('The model stream ended without a message')
@@ -203,7 +199,7 @@ export function closeTurn (state: RunState): void {
 export async function * step (state: RunState, ports: RunPorts, options: RunOptions): AsyncGenerator<AgentEvent, RunState['status']> {
   throwIfAborted(options.signal)
   yield { type: 'step_start' }
-  const message = yield * callModel(state, ports, options)
+  const message = await callModel(state, ports, options)
   // With a JSON format only the checked answer is content (settleAnswer); text before tool calls never reaches the client.
   if (state.settings.format === undefined) for (const block of message.content) if (block.type === 'text') state.content += block.text
   state.turns.push({ role: 'assistant', content: message.content })
@@ -326,17 +322,7 @@ export function denialText (reason: string | undefined): string {
 }
 
 /**
- * Answers the gated calls of a paused turn, each with `textOf(call)` as an error result (superseded, expired),
- * and closes the turn: the next model call reads the whole turn's results. Runs nothing.
- */
-export function closeUnanswered (state: RunState, textOf: (call: PendingCall) => string): void {
-  for (const call of state.pending) state.results.push(resultBlock(call, { content: textOf(call), isError: true }))
-  state.pending = []
-  closeTurn(state)
-}
-
-/**
- * Continues a paused run with a person's answers (by call id): an approved call runs exactly as the model
+ * Continues a paused run with a person's answers (by call id), first telling them (`resumed`): an approved call runs exactly as the model
  * made it (the tool and input kept in the state), with its usual events; a denied one runs nothing and the
  * model reads the denial as its error result. Then the turn closes and the run goes on as {@link drive}.
  */
@@ -344,12 +330,15 @@ export async function * resume (
   state: RunState, ports: RunPorts, options: RunOptions, decisions: ReadonlyMap<string, ApprovalDecision>
 ): AsyncGenerator<AgentEvent, RunState> {
   throwIfAborted(options.signal)
+  const answered: Array<{ toolCallId: string, approved: boolean }> = []
   for (const call of state.pending) {
     const decision = decisions.get(call.id)
     if (call.kind !== 'approval' || decision === undefined) throw new AgentError(`No answer for the waiting call ${call.id}`)
+    answered.push({ toolCallId: call.id, approved: decision.approved })
     if (decision.approved) call.kind = 'run'
     else state.results.push(resultBlock(call, { content: denialText(decision.reason), isError: true }))
   }
+  yield { type: 'resumed', answered }
   state.pending = state.pending.filter((call) => call.kind === 'run')
   yield * runPendingCalls(state, ports, options)
   closeTurn(state)
