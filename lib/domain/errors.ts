@@ -31,21 +31,21 @@ export class HttpError extends Error {
 }
 
 /**
- * A JSON answer that failed its check with no repair left, or was cut at max tokens (README "Structured outputs"):
- * 502 `{detail: "Structured output invalid: <problems>"}`; /v1 names it with code `structured_output_invalid`.
- */
-export class StructuredOutputError extends HttpError {
-  override name = 'StructuredOutputError'
-  constructor (readonly problems: readonly string[]) {
-    super(502, `Structured output invalid: ${problems.join('; ')}`)
-  }
-}
-
-/**
  * A request the service refuses for a reason of its own domain, worded for the client (lib/dialects/errors.ts gives
  * each its HTTP status): no HTTP in the layers that throw it.
  */
 export abstract class RefusalError extends Error {}
+
+/**
+ * A JSON answer that failed its check with no repair left, or was cut at max tokens (README "Structured outputs"):
+ * 502 `{detail: "Structured output invalid: <problems>"}`; /v1 names it with code `structured_output_invalid`.
+ */
+export class StructuredOutputError extends RefusalError {
+  override name = 'StructuredOutputError'
+  constructor (readonly problems: readonly string[]) {
+    super(`Structured output invalid: ${problems.join('; ')}`)
+  }
+}
 
 /** A continuation names an approval that is not there (unknown, expired, another identity's or scope's). */
 export class ApprovalNotFoundError extends RefusalError {

@@ -69,7 +69,7 @@ function validationAnswer (issue: ValidationIssue | undefined): ErrorAnswer {
 
 /** Our HTTP errors (auth, limits, capacity, budgets, stores) in OpenAI's vocabulary, their headers kept. */
 function httpAnswer (error: ErrorClass & { kind: 'http' }): ErrorAnswer {
-  if (error.error instanceof StructuredOutputError) {
+  if (error.error.cause instanceof StructuredOutputError) {
     return answer(error.status, error.message, 'api_error', null, 'structured_output_invalid', { ...error.headers, ...NO_RETRY })
   }
   if (error.error instanceof OpenAIError) {
