@@ -1,6 +1,6 @@
 // The agent loop in steps: call the model, run the tools it asks for, until it answers or a call must wait.
 import { AgentError, StructuredOutputError } from '../domain/errors.js'
-import { checkAnswer } from '../input/json-answer.js'
+import { checkAnswerOffLoop } from '../input/json-check.js'
 import { throwIfAborted } from '../llm/abort.js'
 import { cutCallUsage } from '../llm/tokens.js'
 import type { LLMProvider, ModelRequest, ModelResponse } from '../llm/types.js'
@@ -286,7 +286,7 @@ async function * settleAnswer (state: RunState, options: RunOptions): AsyncGener
     yield * sendText(text, options)
     return 'answered'
   }
-  const check = checkAnswer(text, format)
+  const check = await checkAnswerOffLoop(text, format)
   if (check.ok) {
     structured.outcome = structured.repairs > 0 ? 'repaired' : 'valid'
     // Repairs are not kept: the conversation holds the valid answer only.

@@ -1,4 +1,5 @@
 // Budgets as run hooks: each model call reserves before it is made (or is refused) and settles when it ends.
+import { formatInputText } from '../domain/output-format.js'
 import { randomUUID } from 'node:crypto'
 import type { RunHooks, RunInfo } from '../agent/hooks.js'
 import { HttpError } from '../domain/errors.js'
@@ -60,6 +61,8 @@ export function estimateInputTokens (request: ModelRequest): number {
   let tokens = estimateTokens(request.messages)
   if (request.system !== undefined) tokens += estimateTextTokens(request.system)
   if (request.tools !== undefined && request.tools.length > 0) tokens += estimateTextTokens(JSON.stringify(request.tools))
+  // A JSON format goes upstream too: its schema (or the instruction) counts (README "Structured outputs").
+  if (request.format !== undefined) tokens += estimateTextTokens(formatInputText(request.format))
   return tokens
 }
 

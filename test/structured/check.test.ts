@@ -105,3 +105,12 @@ test('a nested quantifier against a long answer is decided at once, and compiled
   for (let i = 0; i < COMPILED_SCHEMAS_MAX + 10; i++) checkAnswer('{}', flat({ type: 'object', properties: { [`p${i}`]: { type: 'string' } } }))
   t.equal(compiledCount(), COMPILED_SCHEMAS_MAX, 'the cache is bounded')
 })
+
+test('a call\'s budget reservation counts the format', async (t) => {
+  const { estimateInputTokens } = await import('../../lib/budgets/hooks.js')
+  const request = { model: 'm', messages: [{ role: 'user' as const, content: 'hi' }], maxTokens: 10 }
+  const schema = { type: 'object', properties: Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`p${i}`, { type: 'string' }])) }
+  const plain = estimateInputTokens(request)
+  t.ok(estimateInputTokens({ ...request, format: flat(schema) }) > plain + 100, 'the schema')
+  t.ok(estimateInputTokens({ ...request, format: { type: 'json_object' } }) > plain, 'the instruction')
+})
