@@ -1,6 +1,6 @@
 // Run hooks: the one interface for everything measured or enforced around a run (metrics, budgets, traces).
 import type { StructuredOutcome } from './state.js'
-import type { ModelCallHooks, ModelCallObserver } from '../llm/hooks.js'
+import type { ModelCallHooks, ModelCallObserver, ModelFallback } from '../llm/hooks.js'
 import { composeModelCallObservers } from '../llm/hooks.js'
 import type { Usage } from '../domain/types.js'
 import type { UsageSource } from '../domain/types.js'
@@ -74,17 +74,32 @@ export interface RunObserver {
   toolCall? (call: ToolCallInfo): ToolCallObserver | undefined
   /** The run ended; awaited before the answer or the stream's terminal event is sent. */
   end (result: RunEnd): void | Promise<void>
+  /**
+   * Headers for the run's response (a budget's `x-ratelimit-*-tokens`), asked once the first model call was admitted
+   * (a stream) or the run ended (a JSON answer); before the run for a stream that opens at once.
+   */
+  responseHeaders? (): Promise<Record<string, string>>
 }
 
-/** Everything measured or enforced around runs: told when one starts. */
+/** What happened to an approval (README "Tool approval"): issued, answered, or superseded by a new message. */
+export interface ApprovalEvent {
+  /** The gated tool. */
+  tool: string
+  decision: 'requested' | 'approved' | 'denied' | 'superseded'
+}
+
+/** Everything measured or enforced around runs: told when one starts, and of what happens between runs. */
 export interface RunHooks {
   runStart (run: RunInfo): RunObserver | undefined
+  /** An approval was issued for a paused run, or answered or superseded by a later request. */
+  approval? (event: ApprovalEvent): void
 }
 
 /** Several hooks as one: observers are told in the order the hooks were given. */
 export function composeRunHooks (hooks: readonly RunHooks[]): RunHooks {
   if (hooks.length === 1) return hooks[0] as RunHooks
   return {
+    approval (event) { for (const hook of hooks) hook.approval?.(event) },
     runStart (run) {
       const observers = hooks.flatMap((hook) => hook.runStart(run) ?? [])
       if (observers.length <= 1) return observers[0]
@@ -92,6 +107,7 @@ export function composeRunHooks (hooks: readonly RunHooks[]): RunHooks {
       const model: ModelCallHooks | undefined = modelHooks.length === 0
         ? undefined
         : {
+            fallback (moved) { for (const hook of modelHooks) hook.fallback?.(moved) },
             async start (target, request) {
               const started: Array<ModelCallObserver | undefined> = []
               try {
@@ -114,6 +130,10 @@ export function composeRunHooks (hooks: readonly RunHooks[]): RunHooks {
           return { meta, end: (result) => { for (const tool of tools) tool.end(result) } }
         },
         async end (result) { for (const observer of observers) await observer.end(result) },
+        async responseHeaders () {
+          const all = await Promise.all(observers.map(async (observer) => await observer.responseHeaders?.() ?? {}))
+          return Object.assign({}, ...all) as Record<string, string>
+        },
       }
     },
   }
@@ -138,8 +158,10 @@ export function watchFirstCall (observer: RunObserver | undefined): { observer: 
   const watched: RunObserver = {
     link: observer.link,
     end: (result) => observer.end(result),
+    ...(observer.responseHeaders === undefined ? {} : { responseHeaders: async () => await observer.responseHeaders?.() ?? {} }),
     ...(observer.toolCall === undefined ? {} : { toolCall: (call: ToolCallInfo) => observer.toolCall?.(call) }),
     model: {
+      ...(hooks.fallback === undefined ? {} : { fallback: (moved: ModelFallback) => hooks.fallback?.(moved) }),
       async start (target, request) {
         try {
           const started = await hooks.start(target, request)

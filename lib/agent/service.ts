@@ -72,7 +72,7 @@ export interface AgentPorts {
   needsApproval?: (name: string) => boolean
   /** Model prices by the name clients use, for the usage's `cost_usd` (none: costs are null). */
   priceOf?: PriceLookup
-  /** Where paused runs live and what approval counts; needed once `needsApproval` gates a tool. */
+  /** Where paused runs live; needed once `needsApproval` gates a tool. */
   approvals?: ApprovalPorts | undefined
 }
 
@@ -149,7 +149,7 @@ function collectingSink (signal: AbortSignal) {
 /** Creates the agent service over `ports`. */
 export function createAgentService (ports: AgentPorts) {
   const { settings } = ports
-  const approvals = createApprovalFlow(ports.approvals)
+  const approvals = createApprovalFlow(ports.approvals, ports.hooks)
 
   /** The server tools a run offers: as named (known ones), all, or all that need no approval. */
   function toolNames (tools: RunSpec['tools']): string[] {
@@ -196,6 +196,7 @@ export function createAgentService (ports: AgentPorts) {
       // Tools are checked against the registry as it is now (MCP tools come and go): unknown names are a 422.
       tools: spec.clientTools !== undefined ? [] : offered(toolNames(spec.tools)),
       ...(spec.clientTools === undefined ? {} : { clientTools: spec.clientTools }),
+      ...(spec.frontendTools === undefined || spec.frontendTools.length === 0 ? {} : { frontendTools: spec.frontendTools }),
       ...(spec.toolChoice === undefined ? {} : { toolChoice: spec.toolChoice }),
       // Gateway mode makes one model call: its tool calls go back to the client.
       maxIterations: spec.clientTools === undefined ? settings.maxIterations : 1,
@@ -318,7 +319,7 @@ export function createAgentService (ports: AgentPorts) {
       })
       const paused = run.state.status === 'tool_calls_pending'
       await finish(context, run, paused ? 'paused' : 'final')
-      const ending = { usage: usage.report(), finishReason: run.state.lastStopReason, refusal: run.state.refusal }
+      const ending = { usage: usage.report(), byModel: usage.byModel(), finishReason: run.state.lastStopReason, refusal: run.state.refusal }
       const issued = new Map((run.approvals ?? []).map((approval) => [approval.callId, approvalView(approval)]))
       await sink.end(paused && format.paused !== undefined ? format.paused({ ...ending, pending: run.state.pending, approvals: issued }) : format.done(ending))
     } catch (error) {
@@ -330,12 +331,12 @@ export function createAgentService (ports: AgentPorts) {
           context.log.info('stream ended: client disconnected')
         } else {
           context.log.info({ reason: message }, 'resumable stream stopped')
-          await sink.end(format.error(message, usage.report()))
+          await sink.end(format.error(message, usage.report(), { cause: error, byModel: usage.byModel() }))
         }
       } else {
         const expected = error instanceof LLMServiceError || error instanceof AgentError || error instanceof HttpError || error instanceof RefusalError
         context.log[expected ? 'warn' : 'error']({ err: error }, 'stream failed')
-        await sink.end(format.error(publicErrorText(error), usage.report()))
+        await sink.end(format.error(publicErrorText(error), usage.report(), { cause: error, byModel: usage.byModel() }))
       }
     } finally {
       sink.close()
@@ -371,10 +372,9 @@ export function createAgentService (ports: AgentPorts) {
       return await runJson(context, await prepare(context, spec, dialect))
     },
 
-    /** Continues a paused run for a JSON answer (see `json` and `prepareContinuation`). */
-    async continueJson (context: RunContext, continuation: Continuation, dialect: string): Promise<JsonResult> {
-      return await runJson(context, await prepareContinuation(context, continuation, dialect))
-    },
+    /** Drives a prepared run (fresh or continued) for a JSON answer (see `json`). */
+    answer: runJson,
+
 
     waitingApprovals: approvals.waitingApprovals,
     dropWaiting: approvals.dropWaiting,

@@ -90,6 +90,8 @@ export interface BudgetHooksOptions {
   onRefusal? (key: string, budget: BudgetName): void
   /** A token window seen by a request's latest reserve or settle (its response headers). */
   onWindow? (requestId: string, window: WindowState): void
+  /** The `x-ratelimit-*-tokens` headers of a run's response (RunObserver.responseHeaders). */
+  headersOf? (run: RunInfo): Promise<Record<string, string>>
   now? (): number
 }
 
@@ -154,6 +156,7 @@ export function createBudgetHooks (options: BudgetHooksOptions): RunHooks {
           },
         },
         end () {},
+        ...(options.headersOf === undefined ? {} : { responseHeaders: async () => await options.headersOf?.(run) ?? {} }),
       }
     },
   }
