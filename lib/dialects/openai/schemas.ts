@@ -91,7 +91,9 @@ export const OpenAIErrorSchema = Type.Object({
     message: Type.String(),
     type: Type.String({ description: '`invalid_request_error`, `requests`, `tokens`, `insufficient_quota`, `server_error`, `api_error`' }),
     param: Type.Union([Type.String(), Type.Null()], { description: 'The offending field in OpenAI notation (`messages[1].content`)' }),
-    code: Type.Union([Type.String(), Type.Null()]),
+    code: Type.Union([Type.String(), Type.Null()], {
+      description: '`previous_response_not_found`, `invalid_api_key`, `model_not_found`, `rate_limit_exceeded`, `insufficient_quota`, `structured_output_invalid` (502: a JSON answer that fails its schema after the repairs), or null',
+    }),
   }),
 }, { description: 'OpenAI-style error' })
 

@@ -49,6 +49,8 @@ const uiChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
         'runs the agent with every tool. Answers with `x-vercel-ai-ui-message-stream: v1` and SSE JSON chunks: `start`, per model call ' +
         '`start-step`, `text-start`/`text-delta`/`text-end`, `tool-input-available`, `tool-output-available` or `tool-output-error`, ' +
         '`finish-step`; then `finish`, or an `error` chunk when the model fails (still a 200); then `data: [DONE]`. ' +
+        'With a JSON `response_format` (README "Structured outputs") the checked answer\'s text parts are followed by ' +
+        '`{type: "data-output", data: <the parsed value>}` before `finish-step`; a refusal ends with `finishReason: "content-filter"`. ' +
         'Text and image file parts (data: URLs) are read, earlier tool parts go to the model as tool calls with their results, ' +
         'other parts are ignored. A call of a tool that needs approval (TOOL_APPROVAL_REQUIRED) pauses the reply with ' +
         '`tool-input-available` then `tool-approval-request` `{approvalId, toolCallId}`; the AI SDK\'s `addToolApprovalResponse` and ' +
