@@ -61,6 +61,7 @@ function createAgent (app: FastifyInstance) {
       maxToolCallsPerTurn: config.MAX_TOOL_CALLS_PER_TURN,
       memoryMaxTokens: config.MEMORY_MAX_TOKENS,
       defaultMaxTokens: app.llm.defaultMaxTokens,
+      structuredOutputRetries: config.STRUCTURED_OUTPUT_RETRIES,
     },
     // Tool approval is off (no store calls, every route as before) unless TOOL_APPROVAL_REQUIRED names a tool.
     ...(config.approvalPatterns.length === 0 ? {} : { needsApproval }),

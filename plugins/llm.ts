@@ -68,6 +68,7 @@ async function createRoutedProvider (app: FastifyInstance, limiter: Limiter): Pr
     reportsOwnName: PROVIDER_KINDS[route.provider].reportsOwnName === true,
     kind: route.provider,
     baseURL: route.baseURL,
+    promptFormat: route.structuredOutputs === 'prompt',
   }))
   const defaultRoute = config.modelRoutes.find((route) => route.name === config.defaultModel)
   return createModelRouter({

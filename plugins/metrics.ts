@@ -109,6 +109,12 @@ export function createMetrics (options: CreateMetricsOptions = {}) {
     labelNames: ['outcome'] as const,
     registers,
   })
+  const structuredOutputs = new Counter({
+    name: 'agent_structured_outputs_total',
+    help: 'Requests that asked for a JSON answer and reached an outcome: valid (first answer), repaired, invalid (out of repairs), refusal, length',
+    labelNames: ['outcome'] as const,
+    registers,
+  })
   const toolApprovalRequests = new Counter({
     name: 'agent_tool_approval_requests_total',
     help: 'Approvals issued for tool calls that wait for a person (TOOL_APPROVAL_REQUIRED), by tool',
@@ -164,6 +170,7 @@ export function createMetrics (options: CreateMetricsOptions = {}) {
     llmFallbacks,
     toolCalls,
     runRecoveries,
+    structuredOutputs,
     toolApprovalRequests,
     toolApprovals,
     mcpServerUp,

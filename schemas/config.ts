@@ -73,6 +73,7 @@ export const EnvSchema = Type.Object({
   MCP_MAX_CONCURRENT_CALLS: Int(8, 1, 'Calls at once per MCP server; the rest wait (their timeout counts from their start)', 10_000),
   TOOL_RESULT_MAX_CHARS: Int(20_000, 100, 'A longer tool result is cut (and says so) before it reaches the model'),
   MAX_TOOL_CALLS_PER_TURN: Int(32, 1, 'Tool calls of one model turn that run; the rest get an error result', 10_000),
+  STRUCTURED_OUTPUT_RETRIES: Int(1, 0, 'Repair calls per request after a final JSON answer that does not match its schema (README "Structured outputs")', 3),
   PLAYGROUND: Type.Boolean({ default: true, description: 'Serve the chat page at /playground' }),
   REQUEST_TIMEOUT_SECONDS: Seconds(30, 'A request whose headers and body have not fully arrived by then is cut'),
   STREAM_STALL_SECONDS: Seconds(60, 'A stream whose client reads nothing for this long is closed'),

@@ -21,6 +21,10 @@ export type AgentEvent =
   | { type: 'step_finish' }
   /** A durable run taken over by another process (DECISIONS 21): `discarded_text` is what the interrupted model call had sent. */
   | { type: 'recovered', data: { attempt: number, discarded_text: string } }
+  /** A JSON answer passed its check (README "Structured outputs"): the parsed value, after the answer's text. */
+  | { type: 'output', data: unknown }
+  /** The model refused to give the JSON answer: its refusal text (no answer follows). */
+  | { type: 'refusal', data: string }
   /**
    * A continuation resumes its paused turn (the run's first event then): the answered calls in the model's order.
    * The UI message stream sends their outputs (or denials) first; the other formats send nothing for it.

@@ -1,4 +1,5 @@
 // Run hooks: the one interface for everything measured or enforced around a run (metrics, budgets, traces).
+import type { StructuredOutcome } from './state.js'
 import type { ModelCallHooks, ModelCallObserver, ModelFallback } from '../llm/hooks.js'
 import { composeModelCallObservers } from '../llm/hooks.js'
 import type { Usage } from '../domain/types.js'
@@ -35,6 +36,8 @@ export interface RunEnd {
   /** The model that answered last. */
   model: string
   error?: unknown
+  /** With a JSON format: how its answer came out (README "Structured outputs"). */
+  structuredOutcome?: StructuredOutcome | undefined
 }
 
 /** Where a tool comes from: `builtin` or `mcp:<server>`. */

@@ -1,5 +1,6 @@
 // The agent loop in steps: call the model, run the tools it asks for, until it answers or a call must wait.
-import { AgentError, IterationLimitError } from '../domain/errors.js'
+import { AgentError, IterationLimitError, StructuredOutputError } from '../domain/errors.js'
+import { checkAnswerOffLoop } from '../input/json-check.js'
 import { throwIfAborted } from '../llm/abort.js'
 import { CallMeter, type CutUsage } from '../llm/cut-usage.js'
 import type { LLMProvider, ModelRequest, ModelResponse } from '../llm/types.js'
@@ -103,6 +104,7 @@ async function callModel (state: RunState, ports: RunPorts, options: RunOptions)
     ...(settings.toolChoice === undefined || settings.toolChoice.type === 'none' ? {} : { toolChoice: settings.toolChoice }),
     ...(options.signal ? { signal: options.signal } : {}),
     ...(ports.identity === undefined ? {} : { identity: ports.identity }),
+    ...(settings.format === undefined ? {} : { format: settings.format }),
     ...(ports.observer?.model ? { hooks: ports.observer.model } : {}),
     onUsage: (counts: Usage) => { meter.reported(counts) },
     onToolArguments: (chars: number) => { meter.toolArguments(chars) },
@@ -120,6 +122,8 @@ async function callModel (state: RunState, ports: RunPorts, options: RunOptions)
         }
         if (event.text) {
           meter.text(event.text.length)
+          // A JSON answer is held back until it passed its check (settleAnswer sends it).
+          if (settings.format !== undefined) continue
           const drained = options.onToken?.(event.text)
           if (drained !== undefined) await drained
         }
@@ -242,12 +246,15 @@ export async function * step (state: RunState, ports: RunPorts, options: RunOpti
   throwIfAborted(options.signal)
   yield { type: 'step_start' }
   const message = await callModel(state, ports, options)
-  for (const block of message.content) if (block.type === 'text') state.content += block.text
+  // With a JSON format only the checked answer is content (settleAnswer); text before tool calls never reaches the client.
+  if (state.settings.format === undefined) for (const block of message.content) if (block.type === 'text') state.content += block.text
   state.turns.push({ role: 'assistant', content: message.content })
   state.lastStopReason = message.stopReason
   const uses = message.content.filter((block) => block.type === 'tool_use')
   if (uses.length === 0 || message.stopReason !== 'tool_use') {
     state.status = 'final'
+    // A JSON answer is checked (and sent) inside its step; a failed one asks again (the run goes on).
+    if (state.settings.format !== undefined && (yield * settleAnswer(state, options)) === 'repair') state.status = 'running'
     if (options.checkpoint !== undefined) await options.checkpoint('model_done', state)
     yield { type: 'step_finish' }
     return state.status
@@ -279,10 +286,85 @@ async function * finishTurn (state: RunState, ports: RunPorts, options: RunOptio
  */
 export async function * drive (state: RunState, ports: RunPorts, options: RunOptions): AsyncGenerator<AgentEvent, RunState> {
   for (let calls = options.callsBefore ?? 0; calls < state.settings.maxIterations; calls++) {
+    const repairs = state.structured?.repairs ?? 0
     const status = yield * step(state, ports, options)
     if (status !== 'running') return state
+    // A repair call is one more model call that does not count toward MAX_ITERATIONS.
+    if ((state.structured?.repairs ?? 0) > repairs) calls--
   }
   throw new IterationLimitError(`Agent stopped after ${state.settings.maxIterations} model calls without a final answer (MAX_ITERATIONS)`)
+}
+
+/** The refusal text when a model refused without saying why. */
+export const DEFAULT_REFUSAL = 'The model refused to answer.'
+
+/** Sends an answer's text as the model's text: to the stream's writer, or as a token event. */
+async function * sendText (text: string, options: RunOptions): AsyncGenerator<AgentEvent, void> {
+  if (text === '') return
+  if (options.onToken === undefined) {
+    yield { type: 'token', data: text }
+    return
+  }
+  const drained = options.onToken(text)
+  if (drained !== undefined) await drained
+}
+
+/** The text blocks of the run's last model turn, joined. */
+function lastCallText (state: RunState): string {
+  const last = state.turns.at(-1)
+  if (last === undefined || last.role !== 'assistant') return ''
+  return typeof last.content === 'string' ? last.content : last.content.map((block) => block.type === 'text' ? block.text : '').join('')
+}
+
+/**
+ * The check of a final answer when the run asked for JSON (README "Structured outputs"): a refusal is the outcome; a
+ * cut answer is incomplete; a valid one is sent (held back until now) with its parsed value; an invalid one gets a
+ * repair turn while repairs are left (`repair`: the caller makes one more model call), else it fails the run.
+ */
+async function * settleAnswer (state: RunState, options: RunOptions): AsyncGenerator<AgentEvent, 'answered' | 'repair'> {
+  const format = state.settings.format
+  if (format === undefined) return 'answered'
+  const structured = state.structured ?? { repairs: 0 }
+  state.structured = structured
+  const text = lastCallText(state)
+  if (state.lastStopReason === 'refusal') {
+    structured.outcome = 'refusal'
+    state.refusal = text.trim() === '' ? DEFAULT_REFUSAL : text
+    yield { type: 'refusal', data: state.refusal }
+    return 'answered'
+  }
+  if (state.lastStopReason === 'max_tokens' || state.lastStopReason === 'length') {
+    structured.outcome = 'length'
+    if (state.settings.cutIsAnswer !== true) throw new StructuredOutputError(['the answer was cut at max_tokens'])
+    state.content = text
+    yield * sendText(text, options)
+    return 'answered'
+  }
+  const check = await checkAnswerOffLoop(text, format)
+  if (check.ok) {
+    structured.outcome = structured.repairs > 0 ? 'repaired' : 'valid'
+    // Repairs are not kept: the conversation holds the valid answer only.
+    if (structured.from !== undefined) state.turns.splice(structured.from, state.turns.length - 1 - structured.from)
+    state.content = check.text
+    state.output = check.value
+    yield * sendText(check.text, options)
+    yield { type: 'output', data: check.value }
+    return 'answered'
+  }
+  if (structured.repairs >= (state.settings.repairs ?? 0)) {
+    structured.outcome = 'invalid'
+    throw new StructuredOutputError(check.problems)
+  }
+  structured.repairs++
+  structured.from ??= state.turns.length - 1
+  state.turns.push({ role: 'user', content: repairText(check.problems) })
+  state.status = 'running'
+  return 'repair'
+}
+
+/** The user turn of a repair call (README "Structured outputs"). */
+export function repairText (problems: readonly string[]): string {
+  return `Your answer is not valid: ${problems.join('; ')}. Answer again with only the JSON value.`
 }
 
 /** A person's answer to one gated call. */

@@ -57,6 +57,8 @@ export interface AgentSettings {
   memoryMaxTokens: number
   /** Max output tokens of `model` when the request names none. */
   defaultMaxTokens: (model: string) => number
+  /** Repair calls after a JSON answer that fails its check (STRUCTURED_OUTPUT_RETRIES; default 1). */
+  structuredOutputRetries?: number | undefined
 }
 
 /** What the service talks to. */
@@ -205,6 +207,9 @@ export function createAgentService (ports: AgentPorts) {
       // Gateway mode makes one model call: its tool calls go back to the client.
       maxIterations: spec.clientTools === undefined ? settings.maxIterations : 1,
       maxToolCallsPerTurn: settings.maxToolCallsPerTurn,
+      ...(spec.format === undefined
+        ? {}
+        : { format: spec.format, repairs: settings.structuredOutputRetries ?? 1, ...(spec.cutIsAnswer === true ? { cutIsAnswer: true } : {}) }),
     }, history.length === 0 ? [...spec.messages] : [...history, ...spec.messages])
     const conversationId = spec.memory?.id ?? spec.conversationId ?? context.requestId
     return startRun(context, dialect, { spec, state, owner, conversationId })
@@ -248,6 +253,7 @@ export function createAgentService (ports: AgentPorts) {
       usageSource: usage.source,
       model: usage.model,
       ...(error === undefined ? {} : { error }),
+      ...(run.state.structured?.outcome === undefined ? {} : { structuredOutcome: run.state.structured.outcome }),
     })).catch((failure: unknown) => context.log.error({ err: failure }, 'run hook failed'))
   }
 
@@ -257,6 +263,7 @@ export function createAgentService (ports: AgentPorts) {
    */
   function logConversation (context: RunContext, afterResponse: boolean, run: PreparedRun, text: string): void {
     const usage = new UsageTally(run.state.usage)
+    const format = run.state.settings.format
     const write = () => {
       // Bounded here for every backend: long texts cut, image bytes left out, the newest turns kept.
       ports.conversations.write(boundConversationRecord({
@@ -269,6 +276,7 @@ export function createAgentService (ports: AgentPorts) {
         usageSource: usage.source,
         ...(run.spec.user === undefined ? {} : { user: run.spec.user }),
         ...(run.approvals === undefined ? {} : { pendingApprovals: run.approvals.map(approvalView) }),
+        ...(format === undefined ? {} : { format: format.type === 'json_schema' ? { type: format.type, name: format.name } : { type: format.type } }),
         timestamp: new Date().toISOString(),
       })).catch((error: unknown) => { context.log.error({ err: error }, 'conversation log write failed') })
     }
@@ -327,7 +335,7 @@ export function createAgentService (ports: AgentPorts) {
       })
       const paused = run.state.status === 'tool_calls_pending'
       await finish(context, run, paused ? 'paused' : 'final')
-      const ending = { usage: usage.report(), byModel: usage.byModel(), finishReason: run.state.lastStopReason }
+      const ending = { usage: usage.report(), byModel: usage.byModel(), finishReason: run.state.lastStopReason, refusal: run.state.refusal }
       const issued = new Map((run.approvals ?? []).map((approval) => [approval.callId, approvalView(approval)]))
       await sink.end(paused && format.paused !== undefined ? format.paused({ ...ending, pending: run.state.pending, approvals: issued }) : format.done(ending))
     } catch (error) {

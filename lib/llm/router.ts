@@ -1,4 +1,5 @@
 // The model router (README "Models and providers"): one provider per model name, fallback before the first output, cooldown.
+import { withFormatInstruction } from '../domain/output-format.js'
 import { LLMServiceError } from '../domain/errors.js'
 import { isAbortError } from './abort.js'
 import type { ModelCallEnd, ModelCallObserver } from './hooks.js'
@@ -22,6 +23,15 @@ export interface RouterModel {
   /** Provider kind (`anthropic`, `openai`, `offline`) and base URL, as hooks see them; default the provider's name. */
   kind?: string
   baseURL?: string | undefined
+  /** MODELS_FILE `structured_outputs: prompt`: a JSON format is asked in the system prompt, not natively. */
+  promptFormat?: boolean | undefined
+}
+
+/** A request as `model` takes it: in prompt mode a JSON format becomes the system prompt's instruction (README "Structured outputs"). */
+function forModel (request: ModelRequest, model: RouterModel): ModelRequest {
+  if (model.promptFormat !== true || request.format === undefined) return { ...request, model: model.upstream }
+  const { format, ...rest } = request
+  return { ...rest, model: model.upstream, system: withFormatInstruction(request.system, format) }
 }
 
 /** What {@link ModelRouterOptions.onFallback} is told (the request's hooks are told the same, without the error). */
@@ -234,7 +244,7 @@ export function createModelRouter (options: ModelRouterOptions): ModelRouter {
         // A call left midway (the client of a JSON request left) is settled with what it used at least: its input.
         const meter = new CallMeter(request)
         try {
-          const message = report(await slotted(model.provider).complete({ ...request, model: model.upstream, observer: metered(observer, meter) }), model)
+          const message = report(await slotted(model.provider).complete({ ...forModel(request, model), observer: metered(observer, meter) }), model)
           await observer?.end(answered(message))
           return message
         } catch (error) {
@@ -266,7 +276,7 @@ export function createModelRouter (options: ModelRouterOptions): ModelRouter {
         const onUsage = (usage: Usage): void => { meter.reported(usage); request.onUsage?.(usage) }
         const onToolArguments = (chars: number): void => { meter.toolArguments(chars) }
         try {
-          const upstream = { ...request, model: model.upstream, observer: metered(observer, meter), onUsage, onToolArguments }
+          const upstream = { ...forModel(request, model), observer: metered(observer, meter), onUsage, onToolArguments }
           for await (const event of slotted(model.provider).stream(upstream)) {
             if (event.type === 'message') {
               const message = report(event.message, model)

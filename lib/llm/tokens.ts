@@ -1,5 +1,6 @@
 // The one token estimator: offline usage figures and session-memory trimming count tokens the same way.
 import type { ChatTurn, ContentBlock } from '../domain/types.js'
+import { formatInputText, type OutputFormat } from '../domain/output-format.js'
 
 /** Estimated tokens an image costs, whatever its size (the API bills roughly this for a mid-size image). */
 export const IMAGE_TOKEN_ESTIMATE = 1500
@@ -63,6 +64,7 @@ export interface SentRequest {
   messages: readonly ChatTurn[]
   system?: string | undefined
   tools?: readonly unknown[] | undefined
+  format?: OutputFormat | undefined
 }
 
 /** At least one token per 4 characters of everything sent: messages, system prompt, tool definitions (DECISIONS 19). */
@@ -70,5 +72,7 @@ export function estimateInputTokens (request: SentRequest): number {
   let tokens = estimateTokens(request.messages)
   if (request.system !== undefined) tokens += estimateTextTokens(request.system)
   if (request.tools !== undefined && request.tools.length > 0) tokens += estimateTextTokens(JSON.stringify(request.tools))
+  // A JSON format goes upstream too: its schema (or the instruction) counts (DECISIONS 22).
+  if (request.format !== undefined) tokens += estimateTextTokens(formatInputText(request.format))
   return tokens
 }

@@ -1,5 +1,6 @@
 // The provider interface every model backend implements (Anthropic, OpenAI-compatible, offline), in Messages API terms.
 import type { ChatTurn, TextBlock, ToolSpec, ToolUseBlock, Usage } from '../domain/types.js'
+import type { OutputFormat } from '../domain/output-format.js'
 
 export interface ModelRequest {
   model: string
@@ -15,6 +16,8 @@ export interface ModelRequest {
   signal?: AbortSignal
   /** Who the call is for (7's identity): concurrency slots are shared fairly between identities (9). */
   identity?: string | undefined
+  /** The JSON answer asked for: each provider asks for it its own way (README "Structured outputs"). */
+  format?: OutputFormat | undefined
   /**
    * Told the counts so far whenever the provider learns them (Anthropic: input at message start, then a
    * running output total); each call replaces the last. A stream cut short is billed by the last one.

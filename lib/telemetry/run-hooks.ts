@@ -105,6 +105,7 @@ function chatHooks (options: TracingHooksOptions, run: RunInfo, state: RunSpans,
       }
       if (request.temperature !== undefined) base['gen_ai.request.temperature'] = request.temperature
       if (target.stream === true) base['gen_ai.request.stream'] = true
+      if (request.format !== undefined) base['gen_ai.output.type'] = 'json'
       if (!offline) {
         const server = serverOf(target.baseURL)
         if (server.address !== undefined) {

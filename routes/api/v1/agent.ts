@@ -15,6 +15,9 @@ const agentRoutes: FastifyPluginAsyncTypebox = async (app) => {
       summary: 'Run the agent with tools as an SSE stream of typed events',
       description: 'Each message is JSON `{type, data}`: tool_call `{tool, args}`, tool_result `{tool, content}` (first 200 characters), ' +
         'token (text), then usage `{input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, model, source}` and done (empty string); on failure usage then error (text). ' +
+        'With a JSON `response_format` (README "Structured outputs"): only the checked answer is sent as token events, then ' +
+        '`{type: "output", data: <the parsed value>}`; a refusal is `{type: "refusal", data: <text>}`; out of repairs: usage then ' +
+        'error `Structured output invalid: …`. ' +
         'All tools are enabled unless `tools` names some. A call of a tool that needs approval (TOOL_APPROVAL_REQUIRED) does not run: ' +
         'the run pauses with one approval_required `{id, tool, args, expires_at}` per such call, then usage and done. ' +
         'Continue it with `{"approvals": [{"id", "approved", "reason"?}, ...]}` instead of `messages` (answering every pending approval ' +
@@ -28,7 +31,7 @@ const agentRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const body = request.body
     // A resumable run of this route is durable when DURABLE_RUNS is on (DECISIONS 21).
     const resumable = { ...resumableIn(body, 'versioned'), durable: true }
-    if (requestKind(body, 'messages', ['model', 'temperature', 'max_tokens', 'tools']) === 'continuation') {
+    if (requestKind(body, 'messages', ['model', 'temperature', 'max_tokens', 'tools', 'response_format']) === 'continuation') {
       const continuation = { family: 'agent' as const, scope: '', answers: body.approvals ?? [], loc: ['body', 'approvals'] }
       await app.agent.stream(request, reply, { continuation }, agentEvents, resumable)
       return reply
