@@ -366,7 +366,6 @@ export function createAgentService (ports: AgentPorts) {
     /** Drives a prepared run (fresh or continued) for a JSON answer (see `json`). */
     answer: runJson,
 
-
     waitingApprovals: approvals.waitingApprovals,
     dropWaiting: approvals.dropWaiting,
 

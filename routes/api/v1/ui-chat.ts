@@ -121,7 +121,7 @@ const uiChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const owner = request.identity
     const streamId = await app.stores.chatStreams.get(owner, request.params.id).catch(streamStoreDown)
     const info = streamId === null ? null : await app.stores.streamLog.info(streamId, owner).catch(streamStoreDown)
-    if (info?.link !== undefined) request.runLinks = [info.link]
+    app.runHooks.followed(request, info?.link)
     if (streamId === null || info === null || info.state !== 'running') return await reply.code(204).send(null)
     reply.header(UI_MESSAGE_STREAM_HEADER, UI_MESSAGE_STREAM_VERSION)
     reply.header('x-stream-id', streamId)
