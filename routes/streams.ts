@@ -4,7 +4,7 @@ import { Type } from 'typebox'
 import { HttpError } from '../lib/domain/errors.js'
 import { openSseStream } from '../lib/http/sse.js'
 import { parseEventId } from '../lib/stores/stream-log.js'
-import { streamStoreDown, type StreamLayout } from '../plugins/resumable.js'
+import { streamStoreDown, type StreamLayout } from '../lib/http/resumable.js'
 import { SseResponse } from '../schemas/chat.js'
 import { CancelAccepted, ResumeHeaders, ResumeQuery, StreamParams } from '../schemas/streams.js'
 
