@@ -165,7 +165,7 @@ export function createModelRouter (options: ModelRouterOptions): ModelRouter {
   }
 
   const report = (message: ModelResponse, model: RouterModel): ModelResponse =>
-    model.reportsOwnName === true || message.model === model.name ? message : { ...message, model: model.name }
+    message.model === model.name ? message : model.reportsOwnName === true ? { ...message, routedAs: model.name } : { ...message, model: model.name }
 
   /** Records a failure; returns true when the next model should be tried (and says so). */
   const failed = (model: RouterModel, next: RouterModel | undefined, error: unknown): boolean => {
