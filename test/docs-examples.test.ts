@@ -1,0 +1,157 @@
+// Docs that run: every fenced shell and JavaScript example of README.md and docs/*.md is executed against the service
+// it describes (the production bundle, started as `npm start` starts it), so an example can never be wrong for long.
+//
+// How a page's blocks run (each in bash, from the page's own working directory, in page order):
+// - `npm start` (with its `VAR=value` prefixes) starts the bundle with exactly those settings on a free port and waits
+//   for /health; a block without one gets a service on the defaults. `npm ci`, `npm test` and `npm run ...` are not
+//   run again (this suite is `npm test`, in an installed checkout).
+// - `curl` reaches that service for `localhost:8000`; every answer must be 2xx or 3xx unless the block says
+//   `<!-- doc-test: expect 429 -->` before it. `docker ...` and `open ...` are not run (compose.yaml is checked by
+//   test/deploy*.test.ts).
+// - A ```js block runs with node, `localhost:8000` meaning the block's service.
+// - `<!-- doc-test: file models.yaml -->` before a yaml/json block writes it into the page's directory.
+// - `<!-- doc-test: skip <why> -->` before a block skips it, saying why (a React component, a Docker stack).
+import { execFile, spawn } from 'node:child_process'
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
+import { parse as parseYaml } from 'yaml'
+import tap, { test } from 'tap'
+
+tap.setTimeout(900_000)
+
+const root = fileURLToPath(new URL('../', import.meta.url))
+const pages = ['README.md', ...readdirSync(join(root, 'docs')).filter((name) => name.endsWith('.md')).sort().map((name) => `docs/${name}`)]
+
+interface Block { page: string, line: number, lang: string, body: string, directive: string }
+
+/** The fenced blocks of a page, each with the `<!-- doc-test: ... -->` directive that precedes it (if any). */
+function blocksOf (page: string): Block[] {
+  const lines = readFileSync(join(root, page), 'utf8').split('\n')
+  const blocks: Block[] = []
+  let directive = ''
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i] ?? ''
+    const marker = /^<!-- doc-test: (.*) -->$/.exec(line.trim())
+    if (marker !== null) {
+      directive = marker[1] ?? ''
+      continue
+    }
+    const fence = /^(\s*)```(\w*)\s*$/.exec(line)
+    if (fence === null) {
+      if (line.trim() !== '') directive = ''
+      continue
+    }
+    const indent = fence[1]?.length ?? 0
+    const body: string[] = []
+    const start = i + 1
+    for (i++; i < lines.length && !/^\s*```\s*$/.test(lines[i] ?? ''); i++) body.push((lines[i] ?? '').slice(indent))
+    blocks.push({ page, line: start, lang: fence[2] ?? '', body: body.join('\n') + '\n', directive })
+    directive = ''
+  }
+  return blocks
+}
+
+const SHELL = new Set(['sh', 'bash', 'shell'])
+const SCRIPT = new Set(['js', 'mjs'])
+
+/** Settings of a fresh machine: no variable of this test run (Redis, keys, loaders, coverage) reaches the service. */
+function cleanEnv (): Record<string, string> {
+  const keep = ['PATH', 'HOME', 'LANG', 'TMPDIR']
+  return Object.fromEntries(keep.flatMap((name) => process.env[name] === undefined ? [] : [[name, process.env[name] as string]]))
+}
+
+const PRELUDE = String.raw`
+set -eo pipefail
+DOC_PORT=
+DOC_PID=
+doc_stop () {
+  if [ -n "$DOC_PID" ]; then kill "$DOC_PID" 2>/dev/null || true; wait "$DOC_PID" 2>/dev/null || true; DOC_PID=; fi
+}
+trap doc_stop EXIT
+doc_start () {
+  doc_stop
+  DOC_PORT=$(command node -e 's=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
+  PORT=$DOC_PORT HOST=127.0.0.1 command node "$DOC_SERVER" > service.log 2>&1 &
+  DOC_PID=$!
+  until command curl -s -o /dev/null "http://127.0.0.1:$DOC_PORT/health"; do
+    if ! kill -0 "$DOC_PID" 2>/dev/null; then
+      echo "doc-test: the service did not start:" >&2; cat service.log >&2; DOC_PID=; exit 1
+    fi
+    sleep 0.05
+  done
+}
+npm () {
+  case "$1" in
+    start) doc_start ;;
+    ci|test|run) echo "doc-test: npm $* is not run again here" >&2 ;;
+    *) command npm "$@" ;;
+  esac
+}
+curl () {
+  command curl --connect-to "localhost:8000:127.0.0.1:$DOC_PORT" --max-time 60 -w '%{stderr}doc-test-status %{http_code}\n' "$@"
+}
+docker () { echo "doc-test: docker $* is not run here" >&2; }
+open () { :; }
+`
+
+/** A shell block as a script: a service on the defaults first unless the block starts its own. */
+function script (body: string): string {
+  const startsOwn = /(^|[\s;&|(])npm start\b/m.test(body)
+  return PRELUDE + (startsOwn ? '' : 'doc_start\n') + body
+}
+
+test('the docs examples run against the service', async (t) => {
+  // The production bundle, as `npm start` runs it, beside dist/ so that it finds package.json and public/.
+  const outdir = join(root, 'dist', `.test-docs-bundle-${process.pid}`)
+  t.teardown(() => { rmSync(outdir, { recursive: true, force: true }) })
+  await promisify(execFile)(process.execPath, [join(root, 'scripts', 'bundle.mjs'), outdir], { env: { ...cleanEnv(), NODE_OPTIONS: '' } })
+  const server = join(outdir, 'server.js')
+
+  let ran = 0
+  for (const page of pages) {
+    const dir = join(root, 'test-results', 'docs', page.replace(/[/.]/g, '-'))
+    rmSync(dir, { recursive: true, force: true })
+    mkdirSync(dir, { recursive: true })
+    for (const block of blocksOf(page)) {
+      const where = `${block.page}:${block.line}`
+      const skip = /^skip (.+)$/.exec(block.directive)
+      const file = /^file (\S+)$/.exec(block.directive)
+      if (file !== null) {
+        const name = file[1] ?? ''
+        if (name.endsWith('.json')) JSON.parse(block.body)
+        else parseYaml(block.body)
+        writeFileSync(join(dir, name), block.body)
+        continue
+      }
+      if (!SHELL.has(block.lang) && !SCRIPT.has(block.lang)) continue
+      if (skip !== null) {
+        t.comment(`${where}: skipped: ${skip[1] ?? ''}`)
+        continue
+      }
+      const allowed = new Set((/^expect ([\d ]+)$/.exec(block.directive)?.[1] ?? '').split(' ').filter(Boolean).map(Number))
+      let body = block.body
+      if (SCRIPT.has(block.lang)) {
+        writeFileSync(join(dir, `example-${block.line}.src.mjs`), block.body)
+        body = `sed "s/localhost:8000/127.0.0.1:$DOC_PORT/g" example-${block.line}.src.mjs > example-${block.line}.mjs\nnode example-${block.line}.mjs\n`
+      }
+      await t.test(where, async (t) => {
+        const child = spawn('bash', ['-c', script(body)], { cwd: dir, env: { ...cleanEnv(), DOC_SERVER: server }, stdio: ['ignore', 'pipe', 'pipe'] })
+        let stdout = ''
+        let stderr = ''
+        child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString() })
+        child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString() })
+        const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
+        const statuses = [...stderr.matchAll(/doc-test-status (\d+)/g)].map((match) => Number(match[1]))
+        const report = `\n--- stdout\n${stdout.slice(-4000)}\n--- stderr\n${stderr.slice(-4000)}`
+        t.equal(code, 0, `the block runs to its end${code === 0 ? '' : report}`)
+        const wrong = statuses.filter((status) => !(status >= 200 && status < 400) && !allowed.has(status))
+        t.same(wrong, [], `every answer is 2xx/3xx${allowed.size > 0 ? ` or ${[...allowed].join(', ')}` : ''} (got ${statuses.join(', ') || 'no request'})${wrong.length === 0 ? '' : report}`)
+        if (allowed.size > 0) t.ok(statuses.some((status) => allowed.has(status)), `the ${[...allowed].join('/')} the block shows is answered`)
+      })
+      ran++
+    }
+  }
+  t.ok(ran > 20, `${ran} examples ran`)
+})
