@@ -28,7 +28,7 @@ export const EnvSchema = Type.Object({
   MAX_CONCURRENT_REQUESTS: Int(10, 1, 'Concurrent upstream model calls per process'),
   MAX_QUEUE: Int(100, 0, 'Model calls waiting for a slot'),
   RATE_LIMIT_PER_MINUTE: Int(60, 1, 'Global per-client request limit per window'),
-  CHAT_RATE_LIMIT_PER_MINUTE: Int(10, 1, 'Extra per-IP limit on POST /chat per window'),
+  CHAT_RATE_LIMIT_PER_MINUTE: Int(10, 1, 'Extra limit on POST /chat and /chat/stream per window: per key with auth on, else per client IP'),
   RATE_LIMIT_WINDOW_SECONDS: Seconds(60, 'Sliding window length'),
   API_KEYS: Type.String({ default: '', description: 'Comma list of valid bearer keys; empty turns auth off' }),
   CORS_ORIGINS: Type.String({ default: 'http://localhost:3000', description: 'Comma list of allowed origins, or *' }),

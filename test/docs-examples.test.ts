@@ -12,7 +12,7 @@
 // - `<!-- doc-test: file models.yaml -->` before a yaml/json block writes it into the page's directory.
 // - `<!-- doc-test: skip <why> -->` before a block skips it, saying why (a React component, a Docker stack).
 import { execFile, spawn } from 'node:child_process'
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
@@ -114,6 +114,8 @@ test('the docs examples run against the service', async (t) => {
     const dir = join(root, 'test-results', 'docs', page.replace(/[/.]/g, '-'))
     rmSync(dir, { recursive: true, force: true })
     mkdirSync(dir, { recursive: true })
+    // The checkout's files the examples name (`cp .env.example .env`).
+    copyFileSync(join(root, '.env.example'), join(dir, '.env.example'))
     for (const block of blocksOf(page)) {
       const where = `${block.page}:${block.line}`
       const skip = /^skip (.+)$/.exec(block.directive)
