@@ -34,7 +34,7 @@ let app: Awaited<ReturnType<typeof buildApp>>
 try {
   app = await buildApp({ config })
 } catch (error) {
-  // A bad file a setting names (MCP_CONFIG_FILE, KNOWLEDGE_BASE_FILE) is a config error too.
+  // Every file a setting names was checked by loadConfig above; whatever else fails here is still one line.
   stop(error instanceof ConfigError ? configLine(error) : `Startup failed: ${(error as Error).message}`)
 }
 installGracefulShutdown(app, config.SHUTDOWN_GRACE_SECONDS)

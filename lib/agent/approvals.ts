@@ -1,6 +1,6 @@
 // Tool approval without HTTP (README "Tool approval"): issuing a pause's approvals, and checking and claiming a continuation's answers.
 import { randomBytes } from 'node:crypto'
-import { HttpError } from '../domain/errors.js'
+import { ApprovalAnsweredError, ApprovalNotFoundError, StoreUnavailableError } from '../domain/errors.js'
 import type { ToolResultBlock } from '../domain/types.js'
 import type { ApprovalFamily, ApprovalRecord, PausedRun, RunStore } from '../stores/run-store.js'
 import { RequestValidationError } from '../input/validation.js'
@@ -35,25 +35,18 @@ export function approvalView (approval: ApprovalRecord): PendingApprovalView {
   return { id: approval.id, tool: approval.tool, args: approval.args, expires_at: new Date(approval.expiresAt).toISOString() }
 }
 
-/** The approvals of a waiting run still open (not expired) at `now`. */
-export function openApprovals (run: PausedRun | null, now: number): PendingApprovalView[] {
-  if (run === null) return []
-  return run.approvals.filter((approval) => approval.expiresAt > now).map(approvalView)
-}
+const notFound = () => new ApprovalNotFoundError()
 
-const notFound = () => new HttpError(404, 'Approval not found')
-
-/** A paused run's state; one of another version (saved by an older release) is not continued: 404. */
+/** A paused run's state; one of another version (saved by an older release) is not continued (not found). */
 export function pausedState (run: PausedRun): RunState {
   if (!isRunState(run.state)) throw notFound()
   return run.state
 }
-const answered = () => new HttpError(409, 'Approval already answered')
+const answered = () => new ApprovalAnsweredError()
 
-/** The store failed: a 503 `{detail}` (the layout renders it). */
-function storeDown (error: unknown): never {
-  if (error instanceof HttpError || error instanceof RequestValidationError) throw error
-  throw new HttpError(503, 'Approval store unavailable, please retry later', { 'retry-after': '1' }, { cause: error })
+/** The store failed: the approval store is unavailable (the layout answers 503). */
+export function approvalStoreDown (error: unknown): never {
+  throw new StoreUnavailableError('Approval', { cause: error })
 }
 
 /** Where a continuation comes from: its route family and scope (session id, UI chat id; none on the agent stream). */
@@ -76,7 +69,7 @@ export async function claimAnswers (
   })
   if (twice.length > 0) throw new RequestValidationError(twice)
   const ids = answers.map((answer) => answer.id)
-  const entries = await store.lookup(owner, ids).catch(storeDown)
+  const entries = await store.lookup(owner, ids).catch(approvalStoreDown)
   const inScope = (entry: (typeof entries)[number]) =>
     entry !== null && entry.family === where.family && (where.family === 'agent' || entry.scope === where.scope)
   if (!entries.every(inScope)) throw notFound()
@@ -86,10 +79,10 @@ export async function claimAnswers (
     throw new RequestValidationError([{ loc, msg: 'The approvals belong to different paused turns: answer one turn per request', type: 'value_error' }])
   }
   const runId = entries[0]?.runId ?? ''
-  const run = await store.get(owner, runId).catch(storeDown)
+  const run = await store.get(owner, runId).catch(approvalStoreDown)
   if (run === null) {
     // A racing continuation may have taken the run since the lookup: then its approvals read as answered.
-    const again = await store.lookup(owner, ids).catch(storeDown)
+    const again = await store.lookup(owner, ids).catch(approvalStoreDown)
     throw again.some((entry) => entry !== null && entry.status !== 'pending') ? answered() : notFound()
   }
   const missing = run.approvals.filter((approval) => !seen.has(approval.id))
@@ -100,7 +93,7 @@ export async function claimAnswers (
       type: 'value_error',
     }])
   }
-  const outcome = await store.answer(owner, runId, ids).catch(storeDown)
+  const outcome = await store.answer(owner, runId, ids).catch(approvalStoreDown)
   if (!outcome.ok) throw outcome.reason === 'answered' ? answered() : notFound()
   const byId = new Map(answers.map((answer) => [answer.id, answer]))
   const decisions = new Map<string, ApprovalDecision>()
@@ -129,49 +122,4 @@ export function supersededResults (run: PausedRun, now: number): ToolResultBlock
     ...state.pending.map((call): ToolResultBlock => ({ type: 'tool_result', tool_use_id: call.id, content: text, is_error: true })),
   ]
   return results.sort((a, b) => (order.get(a.tool_use_id) ?? 0) - (order.get(b.tool_use_id) ?? 0))
-}
-
-/** A 422 at `loc`. */
-function invalid (loc: Array<string | number>, msg: string): RequestValidationError {
-  return new RequestValidationError([{ loc, msg, type: 'value_error' }])
-}
-
-/**
- * Whether a request continues a paused run (`approvals`) or starts one (`field`, the conversation):
- * exactly one of the two (422 otherwise), and a continuation carries none of `fixed` (the run keeps them).
- */
-export function requestKind (
-  body: Record<string, unknown>, field: string, fixed: readonly string[] = []
-): 'continuation' | 'conversation' {
-  const answers = body.approvals !== undefined
-  const conversation = body[field] !== undefined
-  if (answers && conversation) throw invalid(['body', 'approvals'], `Send either \`${field}\` or \`approvals\`, not both`)
-  // As the schema would say it, had the conversation no alternative.
-  if (!answers && !conversation) throw new RequestValidationError([{ loc: ['body', field], msg: 'Field required', type: 'missing' }])
-  if (!answers) return 'conversation'
-  const extra = fixed.filter((name) => body[name] !== undefined && body[name] !== null)
-  if (extra.length > 0) {
-    throw new RequestValidationError(extra.map((name) => ({
-      loc: ['body', name],
-      msg: `A continuation keeps the settings its run paused with: \`${name}\` is not allowed with \`approvals\``,
-      type: 'value_error',
-    })))
-  }
-  return 'continuation'
-}
-
-/** The routes that can ask for approval, as 422 messages name them. */
-export const APPROVAL_ROUTES = 'POST /api/v1/agent/stream, POST /chat, POST /chat/stream and POST /api/v1/ui/chat'
-
-/** A 422 for each tool of a request's `tools` that needs approval, on a route that never pauses. */
-export function refuseGatedTools (tools: readonly string[] | null | undefined, needsApproval: (name: string) => boolean): void {
-  if (tools === null || tools === undefined) return
-  const issues = tools.flatMap((name, index) => needsApproval(name)
-    ? [{
-        loc: ['body', 'tools', index],
-        msg: `Tool ${JSON.stringify(name)} needs approval (TOOL_APPROVAL_REQUIRED); only ${APPROVAL_ROUTES} can ask for it`,
-        type: 'value_error',
-      }]
-    : [])
-  if (issues.length > 0) throw new RequestValidationError(issues)
 }

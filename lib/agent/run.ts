@@ -41,7 +41,7 @@ export interface RunOptions {
   streaming: boolean
   signal?: AbortSignal | undefined
   /**
-   * Streamed text goes here instead of a `token` event: a stream's hot path, straight to its writer rather than
+   * Where streamed text goes (never as a yielded event): a stream's hot path, straight to its writer rather than
    * through each generator of the loop (the other events still come in order, as none is pending while a model
    * call writes). A promise it returns is awaited: the writer is not keeping up.
    */
@@ -60,11 +60,11 @@ export function truncateChars (text: string, max: number): string {
 }
 
 /**
- * One model call; yields token events when streaming and returns the whole message. Its usage goes to the
+ * One model call; its streamed text goes to `onToken`, and it returns the whole message. Its usage goes to the
  * run's tally: the provider's counts, or, when the call is cut short, the counts the provider had reported
  * so far (`partial`), else an estimate of what was sent and written (`estimated`).
  */
-async function * callModel (state: RunState, ports: RunPorts, options: RunOptions): AsyncGenerator<AgentEvent, ModelResponse> {
+async function callModel (state: RunState, ports: RunPorts, options: RunOptions): Promise<ModelResponse> {
   const { settings } = state
   const usage = new UsageTally(state.usage)
   const tools = settings.clientTools ?? (settings.tools.length > 0 ? ports.tools.specs(settings.tools) : undefined)
@@ -96,12 +96,8 @@ async function * callModel (state: RunState, ports: RunPorts, options: RunOption
         }
         if (event.text) {
           writtenChars += event.text.length
-          if (options.onToken === undefined) {
-            yield { type: 'token', data: event.text }
-          } else {
-            const drained = options.onToken(event.text)
-            if (drained !== undefined) await drained
-          }
+          const drained = options.onToken?.(event.text)
+          if (drained !== undefined) await drained
         }
       }
       if (message === undefined) throw new AgentError('The model stream ended without a message')
@@ -199,7 +195,7 @@ export function closeTurn (state: RunState): void {
 export async function * step (state: RunState, ports: RunPorts, options: RunOptions): AsyncGenerator<AgentEvent, RunState['status']> {
   throwIfAborted(options.signal)
   yield { type: 'step_start' }
-  const message = yield * callModel(state, ports, options)
+  const message = await callModel(state, ports, options)
   for (const block of message.content) if (block.type === 'text') state.content += block.text
   state.turns.push({ role: 'assistant', content: message.content })
   state.lastStopReason = message.stopReason
@@ -241,16 +237,6 @@ export interface ApprovalDecision { approved: boolean, reason?: string | undefin
 /** What the model reads for a denied call (README "Tool approval"). */
 export function denialText (reason: string | undefined): string {
   return reason === undefined || reason === '' ? 'Tool call denied by the user.' : `Tool call denied by the user: ${reason}`
-}
-
-/**
- * Answers the gated calls of a paused turn, each with `textOf(call)` as an error result (superseded, expired),
- * and closes the turn: the next model call reads the whole turn's results. Runs nothing.
- */
-export function closeUnanswered (state: RunState, textOf: (call: PendingCall) => string): void {
-  for (const call of state.pending) state.results.push(resultBlock(call, { content: textOf(call), isError: true }))
-  state.pending = []
-  closeTurn(state)
 }
 
 /**

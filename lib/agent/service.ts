@@ -1,21 +1,19 @@
-// The agent service without Fastify: prepare a run, load and save memory, drive the runner, pump events into a sink, log.
-import { AgentError, HttpError, LLMServiceError, publicErrorText, sessionStoreDown } from '../domain/errors.js'
+// The agent service without Fastify: prepare a run (fresh or continued), drive it into a sink, save memory, log.
+import { AgentError, HttpError, LLMServiceError, RefusalError, StoreUnavailableError, publicErrorText, sessionStoreDown } from '../domain/errors.js'
 import { isAbortError } from '../llm/abort.js'
 import type { LLMProvider } from '../llm/types.js'
-import type { ChatTurn, ContentBlock, ToolResultBlock } from '../domain/types.js'
+import type { ChatTurn } from '../domain/types.js'
 import { boundConversationRecord } from '../stores/conversation-bounds.js'
-import type { ApprovalRecord, PausedRun, RunStore } from '../stores/run-store.js'
+import type { ApprovalRecord } from '../stores/run-store.js'
 import type { ConversationLog, SessionStore } from '../stores/types.js'
-import {
-  approvalView, claimAnswers, EXPIRED_TEXT, issueApprovals, newApprovalId, pausedState, supersededResults,
-  type AnswerScope, type ApprovalAnswer,
-} from './approvals.js'
+import { createApprovalFlow, type ApprovalPorts, type Continuation } from './approval-flow.js'
+import { approvalView, pausedState } from './approvals.js'
 import type { StreamFormat } from './stream-format.js'
 import type { AgentEvent } from './events.js'
 import type { RunHooks, RunObserver, RunOutcome } from './hooks.js'
-import { drive, resume, resultOf, type AgentResult, type ApprovalDecision, type RunOptions, type ToolPort } from './run.js'
+import { drive, resume, resultOf, type AgentResult, type ApprovalDecision, type ToolPort } from './run.js'
 import type { RunSpec } from './spec.js'
-import { newRunState, type RunState } from './state.js'
+import { continuedState, newRunState, type RunState } from './state.js'
 import { UsageTally, type PriceLookup } from './usage.js'
 import { TextBuilder } from '../domain/text-builder.js'
 
@@ -76,23 +74,7 @@ export interface AgentPorts {
   approvals?: ApprovalPorts | undefined
 }
 
-/** What tool approval needs besides the gate: where paused runs live, and the metrics it counts. */
-export interface ApprovalPorts {
-  store: RunStore
-  /** TOOL_APPROVAL_TTL_SECONDS. */
-  ttlSeconds: number
-  /** An approval was issued for a call of `tool`. */
-  requested?: (tool: string) => void
-  /** An approval was answered or superseded. */
-  decided?: (tool: string, decision: 'approved' | 'denied' | 'superseded') => void
-}
-
-/** A continuation: the answers to a paused turn, and where they come from. */
-export interface Continuation extends AnswerScope {
-  answers: readonly ApprovalAnswer[]
-  /** Where the answers sit in the request (422 `loc`). */
-  loc: Array<string | number>
-}
+export type { ApprovalPorts, Continuation }
 
 /** Where a stream's payloads go: the client's SSE response, or a resumable stream's log. */
 export interface EventSink {
@@ -109,10 +91,12 @@ export interface EventSink {
   /** True: the conversation log waits for the response (`RunContext.afterResponse`); false: logged when the run ends. */
   readonly logAfterResponse: boolean
   /**
-   * A sink that sends nothing before the run's first payload may take a run's error instead of its error
-   * payloads, to answer it as a plain HTTP error; true when it took it.
+   * A sink that sends nothing before the run's first payload (or nothing at all: a JSON answer) may take a run's
+   * error instead of its error payloads, for its owner to answer it as a plain HTTP error; true when it took it.
    */
   takeError? (error: unknown): boolean
+  /** The conversation's memory could not be saved: a JSON answer fails with it; without it, only logged (a stream is under way). */
+  saveFailed? (error: unknown): void
 }
 
 /** A run made ready: its state, hooks, and who and what it is logged under. */
@@ -133,9 +117,35 @@ function outcomeOf (error: unknown, signal: AbortSignal): RunOutcome {
   return signal.aborted || isAbortError(error) ? 'cancelled' : 'error'
 }
 
+/** A JSON answer's result: the run's, and the approvals it issued when it paused. */
+export type JsonResult = AgentResult & { approvals: ApprovalRecord[] }
+
+/** Payloads of nothing: a JSON answer's run sends no events, its answer is the run's state. */
+const NO_PAYLOADS: StreamFormat = { name: 'json', event: () => null, done: () => [], error: () => [], terminalError: () => '' }
+
+/**
+ * The sink of a JSON answer: it sends nothing and takes every error of the run, for its owner to throw; a memory
+ * save that failed is the session store being unavailable.
+ */
+function collectingSink (signal: AbortSignal) {
+  let failure: { error: unknown } | undefined
+  const sink: EventSink = {
+    signal,
+    logAfterResponse: true,
+    send: () => undefined,
+    end: async () => {},
+    abortMessage: () => undefined,
+    close: () => {},
+    takeError: (error) => { failure = { error }; return true },
+    saveFailed: (error) => { failure = { error: new StoreUnavailableError('Session', { cause: error }) } },
+  }
+  return { sink, failure: () => failure }
+}
+
 /** Creates the agent service over `ports`. */
 export function createAgentService (ports: AgentPorts) {
   const { settings } = ports
+  const approvals = createApprovalFlow(ports.approvals)
 
   /** The server tools a run offers: as named (known ones), all, or all that need no approval. */
   function toolNames (tools: RunSpec['tools']): string[] {
@@ -144,52 +154,40 @@ export function createAgentService (ports: AgentPorts) {
     return [...ports.tools.requireKnown(tools)]
   }
 
-  const approvals = ports.approvals
-
-  /**
-   * A new message on a scope whose run waits: the waiting calls are superseded (or expired), and the model
-   * reads their results before the message. A stored conversation that still ends with unanswered calls
-   * (their run long gone) gets them answered as expired: no call reaches the model without its result.
-   */
-  async function closeWaitingTurn (owner: string, spec: RunSpec, history: ChatTurn[]): Promise<RunSpec> {
-    if (approvals === undefined || spec.approval === undefined || spec.approval.scope === '') return spec
-    const now = Date.now()
-    const run = await approvals.store.supersede(owner, spec.approval.family, spec.approval.scope).catch(sessionStoreDown)
-    let results: ToolResultBlock[] = []
-    if (run !== null) {
-      const expired = run.approvals.every((approval) => approval.expiresAt <= now)
-      if (!expired) for (const approval of run.approvals) approvals.decided?.(approval.tool, 'superseded')
-      // A client-held conversation (UI) carries the waiting calls itself, answered as not run.
-      if (spec.memory === undefined) return spec
-      results = supersededResults(run, now)
-    } else {
-      results = danglingResults(history)
-    }
-    if (results.length === 0) return spec
-    const [first, ...rest] = spec.messages
-    if (first === undefined || first.role !== 'user') return { ...spec, messages: [{ role: 'user', content: results }, ...spec.messages] }
-    const content: ContentBlock[] = typeof first.content === 'string' ? [{ type: 'text', text: first.content }] : first.content
-    return { ...spec, messages: [{ role: 'user', content: [...results, ...content] }, ...rest] }
+  /** A run made ready, fresh or continued, its hooks told that it starts. */
+  function startRun (context: RunContext, dialect: string, run: Omit<PreparedRun, 'observer'>): PreparedRun {
+    const { settings: runSettings } = run.state
+    const observer = ports.hooks().runStart({
+      owner: run.owner,
+      keyLabel: context.keyLabel,
+      requestId: context.requestId,
+      dialect,
+      model: runSettings.model,
+      maxTokens: runSettings.maxTokens,
+      conversationId: run.spec.memory?.id ?? run.spec.conversationId,
+      gateway: runSettings.clientTools !== undefined,
+      parent: context.parent,
+    })
+    return { ...run, observer }
   }
 
+  /** A fresh run made ready: memory loaded, a waiting turn closed, its settings and tools fixed. */
   async function prepare (context: RunContext, spec: RunSpec, dialect: string): Promise<PreparedRun> {
     const owner = context.owner
     const history = spec.memory === undefined
       ? []
       : (await ports.sessions.get(owner, spec.memory.id).catch(sessionStoreDown))?.turns ?? []
-    spec = await closeWaitingTurn(owner, spec, history)
+    spec = await approvals.closeWaitingTurn(owner, spec, history)
     // A route that cannot pause does not offer the tools that need approval.
     const gated = ports.needsApproval
     const offered = (names: readonly string[]) => gated === undefined || spec.approval !== undefined
       ? [...names]
       : names.filter((name) => !gated(name))
     const model = spec.model ?? settings.defaultModel
-    const maxTokens = spec.maxTokens ?? settings.defaultMaxTokens(model)
-    const conversationId = spec.memory?.id ?? spec.conversationId ?? context.requestId
     const state = newRunState({
       model,
       system: spec.system,
-      maxTokens,
+      maxTokens: spec.maxTokens ?? settings.defaultMaxTokens(model),
       temperature: spec.temperature ?? settings.temperature,
       // Tools are checked against the registry as it is now (MCP tools come and go): unknown names are a 422.
       tools: spec.clientTools !== undefined ? [] : offered(toolNames(spec.tools)),
@@ -199,25 +197,34 @@ export function createAgentService (ports: AgentPorts) {
       maxIterations: spec.clientTools === undefined ? settings.maxIterations : 1,
       maxToolCallsPerTurn: settings.maxToolCallsPerTurn,
     }, history.length === 0 ? [...spec.messages] : [...history, ...spec.messages])
-    const observer = ports.hooks().runStart({
-      owner,
-      keyLabel: context.keyLabel,
-      requestId: context.requestId,
-      dialect,
-      model,
-      maxTokens,
-      conversationId: spec.memory?.id ?? spec.conversationId,
-      gateway: spec.clientTools !== undefined,
-      parent: context.parent,
-    })
-    return { spec, state, owner, conversationId, observer }
+    const conversationId = spec.memory?.id ?? spec.conversationId ?? context.requestId
+    return startRun(context, dialect, { spec, state, owner, conversationId })
+  }
+
+  /**
+   * A continuation made ready: its answers checked and claimed (all or nothing), the paused run taken from the
+   * store with the model, settings, tools and conversation it paused with. Counts start afresh: content, tool
+   * calls, usage and MAX_ITERATIONS are this request's.
+   */
+  async function prepareContinuation (context: RunContext, continuation: Continuation, dialect: string): Promise<PreparedRun> {
+    const { paused, decisions } = await approvals.claim(context.owner, continuation)
+    const state = continuedState(pausedState(paused))
+    const spec: RunSpec = {
+      model: state.settings.model,
+      messages: [],
+      tools: state.settings.tools,
+      conversationId: paused.conversationId,
+      memory: paused.memory,
+      approval: { family: paused.family, scope: paused.scope },
+    }
+    return startRun(context, dialect, { spec, state, owner: context.owner, conversationId: paused.conversationId, decisions })
   }
 
   /** Saves the new turns of a run over stored memory, then trims it to MEMORY_MAX_TOKENS. */
-  async function remember (run: PreparedRun, result: AgentResult): Promise<void> {
+  async function remember (run: PreparedRun): Promise<void> {
     const memory = run.spec.memory
     if (memory === undefined) return
-    const added: ChatTurn[] = memory.save === 'reply' ? [{ role: 'assistant', content: result.content }] : result.turns
+    const added: ChatTurn[] = memory.save === 'reply' ? [{ role: 'assistant', content: run.state.content }] : resultOf(run.state).turns
     await ports.sessions.append(run.owner, memory.id, [...run.spec.messages, ...added])
     await ports.sessions.trim(run.owner, memory.id, settings.memoryMaxTokens)
   }
@@ -260,49 +267,15 @@ export function createAgentService (ports: AgentPorts) {
     else setImmediate(write)
   }
 
-  const portsOf = (run: PreparedRun) => ({
-    provider: ports.provider, tools: ports.tools, observer: run.observer, needsApproval: ports.needsApproval, priceOf: ports.priceOf,
-  })
-
-  /** The run's events: a fresh run drives; a continuation resumes its paused turn with the answers. */
-  const eventsOf = (run: PreparedRun, options: RunOptions) => run.decisions === undefined
-    ? drive(run.state, portsOf(run), options)
-    : resume(run.state, portsOf(run), options, run.decisions)
-
   /**
-   * A run that stopped at calls waiting for a person: issues their approvals and saves the run, so any
-   * replica can continue it. A store that is down fails the request (a 503, or the stream's error).
+   * The one driver: runs the agent into `sink` in `format`, each event's payloads as they come (`streaming`: model
+   * calls streamed, their text as token events), then the terminal payloads (usage, where the format carries it,
+   * before every ending). A run that stops at gated calls pauses. Memory is saved before the done message, so a
+   * client that continues the moment it reads it finds its turn. Hooks are told and the exchange logged however
+   * the run ends. A step ends at each `step_finish` event and where the events end: the boundaries a checkpoint
+   * of the run's state would take.
    */
-  async function pauseForApproval (run: PreparedRun): Promise<void> {
-    if (approvals === undefined || run.state.status !== 'tool_calls_pending') return
-    if (!run.state.pending.some((call) => call.kind === 'approval')) return
-    const approval = run.spec.approval ?? { family: 'agent' as const, scope: '' }
-    const pausedAt = Date.now()
-    const issued = issueApprovals(run.state, approvals.ttlSeconds, pausedAt)
-    const paused: PausedRun = {
-      runId: newApprovalId(),
-      family: approval.family,
-      scope: approval.scope,
-      state: run.state,
-      approvals: issued,
-      conversationId: run.conversationId,
-      ...(run.spec.memory === undefined ? {} : { memory: run.spec.memory }),
-      pausedAt,
-    }
-    await approvals.store.save(run.owner, paused).catch((error: unknown) => {
-      throw new HttpError(503, 'Approval store unavailable, please retry later', { 'retry-after': '1' }, { cause: error })
-    })
-    run.approvals = issued
-    for (const one of issued) approvals.requested?.(one.tool)
-  }
-
-  /**
-   * Runs the agent into `sink` in `format`: each event's payloads as they come, then the terminal payloads
-   * (usage, where the format carries it, before every ending). Memory is saved before the done message, so a
-   * client that continues the moment it reads it finds its turn. Hooks are told and the exchange logged
-   * however the run ends.
-   */
-  async function pump (context: RunContext, run: PreparedRun, format: StreamFormat, sink: EventSink): Promise<void> {
+  async function pump (context: RunContext, run: PreparedRun, format: StreamFormat, sink: EventSink, streaming = true): Promise<void> {
     const text = new TextBuilder()
     const usage = new UsageTally(run.state.usage)
     const sendAll = async (payloads: readonly string[]): Promise<void> => { for (const one of payloads) await sink.send(one) }
@@ -317,15 +290,22 @@ export function createAgentService (ports: AgentPorts) {
       text.append(data)
       return send({ type: 'token', data })
     }
+    const runPorts = {
+      provider: ports.provider, tools: ports.tools, observer: run.observer, needsApproval: ports.needsApproval, priceOf: ports.priceOf,
+    }
+    const options = { streaming, signal: sink.signal, onToken }
     try {
-      const events = eventsOf(run, { streaming: true, signal: sink.signal, onToken })
+      // A fresh run drives; a continuation resumes its paused turn with the answers.
+      const events = run.decisions === undefined ? drive(run.state, runPorts, options) : resume(run.state, runPorts, options, run.decisions)
       for (let step = await events.next(); step.done !== true; step = await events.next()) {
         const sent = send(step.value)
         if (sent !== undefined) await sent
       }
-      await pauseForApproval(run)
-      await remember(run, resultOf(run.state))
-        .catch((error: unknown) => context.log.error({ err: error }, 'session save failed during stream'))
+      run.approvals = await approvals.pause(run)
+      await remember(run).catch((error: unknown) => {
+        if (sink.saveFailed !== undefined) sink.saveFailed(error)
+        else context.log.error({ err: error }, 'session save failed during stream')
+      })
       const paused = run.state.status === 'tool_calls_pending'
       await finish(context, run, paused ? 'paused' : 'final')
       const ending = { usage: usage.report(), finishReason: run.state.lastStopReason }
@@ -333,6 +313,7 @@ export function createAgentService (ports: AgentPorts) {
       await sink.end(paused && format.paused !== undefined ? format.paused({ ...ending, pending: run.state.pending, approvals: issued }) : format.done(ending))
     } catch (error) {
       await finish(context, run, outcomeOf(error, sink.signal), error)
+      if (sink.takeError?.(error) === true) return
       if (sink.signal.aborted || isAbortError(error)) {
         const message = sink.abortMessage()
         if (message === undefined) {
@@ -342,70 +323,28 @@ export function createAgentService (ports: AgentPorts) {
           await sink.end(format.error(message, usage.report()))
         }
       } else {
-        const expected = error instanceof LLMServiceError || error instanceof AgentError || error instanceof HttpError
+        const expected = error instanceof LLMServiceError || error instanceof AgentError || error instanceof HttpError || error instanceof RefusalError
         context.log[expected ? 'warn' : 'error']({ err: error }, 'stream failed')
-        if (sink.takeError?.(error) !== true) await sink.end(format.error(publicErrorText(error), usage.report()))
+        await sink.end(format.error(publicErrorText(error), usage.report()))
       }
     } finally {
       sink.close()
-      logConversation(context, sink.logAfterResponse, run, text.toString())
+      logConversation(context, sink.logAfterResponse, run, streaming ? text.toString() : run.state.content)
     }
   }
 
   /**
-   * A continuation made ready: its answers checked and claimed (all or nothing; see claimAnswers), the
-   * paused run taken from the store with the model, settings, tools and conversation it paused with.
-   * Counts start afresh: content, tool calls, usage and MAX_ITERATIONS are this request's.
+   * Drives a prepared run (fresh or continued) for a JSON answer: a pump into a collecting sink, model calls not
+   * streamed. The run's error is thrown for the dialect's error renderer (a failed memory save: the session store
+   * is unavailable); a failed answer is not logged (its error is the answer).
    */
-  async function prepareContinuation (context: RunContext, continuation: Continuation, dialect: string): Promise<PreparedRun> {
-    if (approvals === undefined) throw new HttpError(404, 'Approval not found')
-    const { run: paused, decisions } = await claimAnswers(approvals.store, context.owner, continuation, continuation.answers, continuation.loc)
-    for (const approval of paused.approvals) {
-      approvals.decided?.(approval.tool, decisions.get(approval.callId)?.approved === true ? 'approved' : 'denied')
-    }
-    const state = pausedState(paused)
-    state.inputLength = state.turns.length
-    state.content = ''
-    state.toolCalls = []
-    state.usage = { byModel: {}, source: 'provider', model: state.settings.model }
-    state.steps = 0
-    const spec: RunSpec = {
-      model: state.settings.model,
-      messages: [],
-      tools: state.settings.tools,
-      conversationId: paused.conversationId,
-      memory: paused.memory,
-      approval: { family: paused.family, scope: paused.scope },
-    }
-    const observer = ports.hooks().runStart({
-      owner: context.owner,
-      keyLabel: context.keyLabel,
-      requestId: context.requestId,
-      dialect,
-      model: state.settings.model,
-      maxTokens: state.settings.maxTokens,
-      conversationId: paused.memory?.id ?? paused.conversationId,
-      gateway: false,
-      parent: context.parent,
-    })
-    return { spec, state, owner: context.owner, conversationId: paused.conversationId, observer, decisions }
-  }
-
-  /** Runs a prepared run (fresh or continued) for a JSON answer (see `json`). */
-  async function runJson (context: RunContext, run: PreparedRun): Promise<AgentResult & { approvals: ApprovalRecord[] }> {
-    try {
-      const events = eventsOf(run, { streaming: false, signal: context.signal })
-      for (let step = await events.next(); step.done !== true; step = await events.next());
-      await pauseForApproval(run)
-    } catch (error) {
-      await finish(context, run, outcomeOf(error, context.signal), error)
-      throw error
-    }
-    await finish(context, run, run.state.status === 'tool_calls_pending' ? 'paused' : 'final')
-    const result = resultOf(run.state)
-    await remember(run, result).catch(sessionStoreDown)
-    logConversation(context, true, run, result.content)
-    return { ...result, approvals: run.approvals ?? [] }
+  async function runJson (context: RunContext, run: PreparedRun): Promise<JsonResult> {
+    const collected = collectingSink(context.signal)
+    const logged: RunContext = { ...context, afterResponse: (task) => { if (collected.failure() === undefined) context.afterResponse(task) } }
+    await pump(logged, run, NO_PAYLOADS, collected.sink, false)
+    const failure = collected.failure()
+    if (failure !== undefined) throw failure.error
+    return { ...resultOf(run.state), approvals: run.approvals ?? [] }
   }
 
   return {
@@ -418,45 +357,22 @@ export function createAgentService (ports: AgentPorts) {
      * renderer; the context's signal aborts the model call. A run that pauses for approval answers with
      * the approvals it issued.
      */
-    async json (context: RunContext, spec: RunSpec, dialect: string): Promise<AgentResult & { approvals: ApprovalRecord[] }> {
+    async json (context: RunContext, spec: RunSpec, dialect: string): Promise<JsonResult> {
       return await runJson(context, await prepare(context, spec, dialect))
     },
 
     /** Continues a paused run for a JSON answer (see `json` and `prepareContinuation`). */
-    async continueJson (context: RunContext, continuation: Continuation, dialect: string): Promise<AgentResult & { approvals: ApprovalRecord[] }> {
+    async continueJson (context: RunContext, continuation: Continuation, dialect: string): Promise<JsonResult> {
       return await runJson(context, await prepareContinuation(context, continuation, dialect))
     },
 
-    /** The open approvals of a scope's waiting run ([] when none waits or approval is off). */
-    async waitingApprovals (owner: string, scope: AnswerScope) {
-      if (approvals === undefined) return []
-      const run = await approvals.store.waiting(owner, scope.family, scope.scope).catch(sessionStoreDown)
-      const now = Date.now()
-      return run === null ? [] : run.approvals.filter((approval) => approval.expiresAt > now).map(approvalView)
-    },
-
-    /** Forgets a scope's waiting run (a deleted session). */
-    async dropWaiting (owner: string, scope: AnswerScope): Promise<void> {
-      if (approvals === undefined) return
-      await approvals.store.drop(owner, scope.family, scope.scope).catch(sessionStoreDown)
-    },
+    waitingApprovals: approvals.waitingApprovals,
+    dropWaiting: approvals.dropWaiting,
 
     /** Runs a prepared run into `sink` (see {@link pump}). */
-    stream: pump,
+    stream: (context: RunContext, run: PreparedRun, format: StreamFormat, sink: EventSink) => pump(context, run, format, sink),
   }
 }
 
 /** The agent service's type. */
 export type AgentService = ReturnType<typeof createAgentService>
-
-/**
- * Results for the calls a stored conversation's last turn left unanswered (their paused run is long gone):
- * each is answered as expired. None when the conversation does not end with tool calls.
- */
-function danglingResults (history: readonly ChatTurn[]): ToolResultBlock[] {
-  const last = history.at(-1)
-  if (last === undefined || last.role !== 'assistant' || !Array.isArray(last.content)) return []
-  return last.content
-    .filter((block) => block.type === 'tool_use')
-    .map((block): ToolResultBlock => ({ type: 'tool_result', tool_use_id: block.id, content: EXPIRED_TEXT, is_error: true }))
-}

@@ -109,9 +109,19 @@ export function newRunState (settings: RunSettings, turns: ChatTurn[]): RunState
   }
 }
 
-/** The turns the run added after its input. */
-export function addedTurns (state: RunState): ChatTurn[] {
-  return state.turns.slice(state.inputLength)
+/**
+ * A paused state made ready to go on in a new request: its settings, conversation, pending calls and their
+ * results kept; content, tool calls, usage and the MAX_ITERATIONS count start afresh (they are the new request's).
+ */
+export function continuedState (paused: RunState): RunState {
+  return {
+    ...paused,
+    inputLength: paused.turns.length,
+    content: '',
+    toolCalls: [],
+    usage: { byModel: {}, source: 'provider', model: paused.settings.model },
+    steps: 0,
+  }
 }
 
 /** Whether `value` is a run state this code can continue (a stored state of another version is not). */

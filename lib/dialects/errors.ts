@@ -1,5 +1,7 @@
 // One classification of every error a request can end in; each dialect renders the classes in its own body shape.
-import { AgentError, HttpError, LLMServiceError, publicErrorText } from '../domain/errors.js'
+import {
+  AgentError, ApprovalAnsweredError, ApprovalNotFoundError, HttpError, LLMServiceError, RefusalError, StoreUnavailableError, publicErrorText,
+} from '../domain/errors.js'
 import { isAbortError } from '../llm/abort.js'
 import { RequestValidationError, toValidationIssues, type ValidationIssue } from '../input/validation.js'
 
@@ -35,6 +37,16 @@ function bodyIssue (msg: string, type: string): ValidationIssue[] {
   return [{ loc: ['body'], msg, type }]
 }
 
+/** The plain HTTP error a domain refusal is answered as (404, 409, 503 with Retry-After), or undefined for another error. */
+function httpOf (error: Error): HttpError | undefined {
+  if (error instanceof HttpError) return error
+  if (!(error instanceof RefusalError)) return undefined
+  if (error instanceof ApprovalNotFoundError) return new HttpError(404, error.message, {}, { cause: error })
+  if (error instanceof ApprovalAnsweredError) return new HttpError(409, error.message, {}, { cause: error })
+  if (error instanceof StoreUnavailableError) return new HttpError(503, error.message, { 'retry-after': '1' }, { cause: error.cause })
+  return new HttpError(400, error.message, {}, { cause: error })
+}
+
 /** The class of `error`. */
 export function classifyError (error: Error): ErrorClass {
   if (error instanceof RequestValidationError) return { kind: 'validation', issues: error.issues }
@@ -49,7 +61,8 @@ export function classifyError (error: Error): ErrorClass {
       issues: bodyIssue(empty ? 'Body is empty: a JSON object is required' : `JSON decode error: ${error.message}`, 'json_invalid'),
     }
   }
-  if (error instanceof HttpError) return { kind: 'http', status: error.statusCode, message: error.message, headers: error.headers, error }
+  const http = httpOf(error)
+  if (http !== undefined) return { kind: 'http', status: http.statusCode, message: http.message, headers: http.headers, error: http }
   if (error instanceof LLMServiceError) return { kind: 'model', message: publicErrorText(error), retryAfter: error.retryAfter, error }
   if (error instanceof AgentError) return { kind: 'agent', name: error.name, message: error.message, error }
   if (isAbortError(error)) return { kind: 'aborted' }

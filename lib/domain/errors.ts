@@ -30,9 +30,37 @@ export class HttpError extends Error {
   }
 }
 
-/** Session storage is down (Redis outage): 503 with a fixed text; the cause is logged, not shown. */
+/**
+ * A request the service refuses for a reason of its own domain, worded for the client (lib/dialects/errors.ts gives
+ * each its HTTP status): no HTTP in the layers that throw it.
+ */
+export abstract class RefusalError extends Error {}
+
+/** A continuation names an approval that is not there (unknown, expired, another identity's or scope's). */
+export class ApprovalNotFoundError extends RefusalError {
+  override name = 'ApprovalNotFoundError'
+  constructor () { super('Approval not found') }
+}
+
+/** A continuation answers an approval answered (or superseded) before, or lost the race to claim it. */
+export class ApprovalAnsweredError extends RefusalError {
+  override name = 'ApprovalAnsweredError'
+  constructor () { super('Approval already answered') }
+}
+
+/** A store is down (a Redis outage); `store` names it (`Session`, `Approval`). Worth a retry; the cause is logged, not shown. */
+export class StoreUnavailableError extends RefusalError {
+  override name = 'StoreUnavailableError'
+  readonly store: string
+  constructor (store: string, options?: { cause?: unknown }) {
+    super(`${store} store unavailable, please retry later`, options)
+    this.store = store
+  }
+}
+
+/** Session storage is down (Redis outage): a StoreUnavailableError naming it (answered 503). */
 export function sessionStoreDown (error: unknown): never {
-  throw new HttpError(503, 'Session store unavailable, please retry later', { 'retry-after': '1' }, { cause: error })
+  throw new StoreUnavailableError('Session', { cause: error })
 }
 
 /** Thrown when the configuration is invalid; the message is one line naming the variable (or file entry and field). */
@@ -43,6 +71,6 @@ export class ConfigError extends Error {
 /** The text a client may see for an error inside a stream, in any layout (no internals for unexpected errors). */
 export function publicErrorText (error: unknown): string {
   if (error instanceof LLMServiceError) return `Model call failed: ${error.message}`
-  if (error instanceof AgentError || error instanceof HttpError) return error.message
+  if (error instanceof AgentError || error instanceof HttpError || error instanceof RefusalError) return error.message
   return 'Internal server error'
 }

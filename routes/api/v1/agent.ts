@@ -1,7 +1,7 @@
 // POST /api/v1/agent/stream: the agent with every tool, as typed JSON events (README "Endpoints").
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { requestKind } from '../../../lib/agent/approvals.js'
+import { requestKind } from '../../../lib/dialects/approvals.js'
 import { agentEvents } from '../../../lib/dialects/agent-events/format.js'
 import { chatRunSpec } from '../../../lib/dialects/v1/request.js'
 import { resumableIn } from '../../../plugins/resumable.js'

@@ -1,7 +1,7 @@
 // POST /api/v1/chat (ChatRequest with AgentRequest fields, or the simple variant) and POST /api/v1/chat/stream.
 import { randomUUID } from 'node:crypto'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { refuseGatedTools } from '../../../lib/agent/approvals.js'
+import { refuseGatedTools } from '../../../lib/dialects/approvals.js'
 import { agentResponse, chatRunSpec } from '../../../lib/dialects/v1/request.js'
 import { textChunks } from '../../../lib/dialects/v1/text-chunks.js'
 import { resumableIn } from '../../../plugins/resumable.js'

@@ -1,6 +1,6 @@
 // POST /api/v2/chat: MultimodalRequest, images attached to the last user message; answers like /api/v1/chat.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { refuseGatedTools } from '../../../lib/agent/approvals.js'
+import { refuseGatedTools } from '../../../lib/dialects/approvals.js'
 import { agentResponse, chatRunSpec } from '../../../lib/dialects/v1/request.js'
 import { parseImage } from '../../../lib/input/images.js'
 import type { ImageBlock } from '../../../lib/domain/types.js'

@@ -1,0 +1,138 @@
+// The tool-approval workflow of the agent service (README "Tool approval"): a new message closes a waiting turn, a run
+// that stops at gated calls pauses (its approvals issued, the run saved), a continuation claims its answers, and a
+// scope's waiting run is shown or dropped. Without approval ports (TOOL_APPROVAL_REQUIRED unset) it does nothing.
+import { ApprovalNotFoundError, sessionStoreDown } from '../domain/errors.js'
+import type { ChatTurn, ContentBlock, ToolResultBlock } from '../domain/types.js'
+import type { ApprovalRecord, PausedRun, RunStore } from '../stores/run-store.js'
+import {
+  approvalStoreDown, approvalView, claimAnswers, EXPIRED_TEXT, issueApprovals, newApprovalId, supersededResults,
+  type AnswerScope, type ApprovalAnswer, type PendingApprovalView,
+} from './approvals.js'
+import type { ApprovalDecision } from './run.js'
+import type { RunSpec } from './spec.js'
+import type { RunState } from './state.js'
+
+/** What tool approval needs besides the gate: where paused runs live, and the metrics it counts. */
+export interface ApprovalPorts {
+  store: RunStore
+  /** TOOL_APPROVAL_TTL_SECONDS. */
+  ttlSeconds: number
+  /** An approval was issued for a call of `tool`. */
+  requested?: (tool: string) => void
+  /** An approval was answered or superseded. */
+  decided?: (tool: string, decision: 'approved' | 'denied' | 'superseded') => void
+}
+
+/** A continuation: the answers to a paused turn, and where they come from. */
+export interface Continuation extends AnswerScope {
+  answers: readonly ApprovalAnswer[]
+  /** Where the answers sit in the request (422 `loc`). */
+  loc: Array<string | number>
+}
+
+/** A run as pausing needs it: who owns it, its conversation, its state and where its approvals are answered. */
+export interface PausableRun {
+  owner: string
+  conversationId: string
+  state: RunState
+  spec: Pick<RunSpec, 'approval' | 'memory'>
+}
+
+/** Creates the approval workflow over `approvals` (none: approval is off). */
+export function createApprovalFlow (approvals: ApprovalPorts | undefined) {
+  return {
+    /**
+     * A new message on a scope whose run waits: the waiting calls are superseded (or expired), and the model
+     * reads their results before the message. A stored conversation that still ends with unanswered calls
+     * (their run long gone) gets them answered as expired: no call reaches the model without its result.
+     */
+    async closeWaitingTurn (owner: string, spec: RunSpec, history: readonly ChatTurn[]): Promise<RunSpec> {
+      if (approvals === undefined || spec.approval === undefined || spec.approval.scope === '') return spec
+      const now = Date.now()
+      const run = await approvals.store.supersede(owner, spec.approval.family, spec.approval.scope).catch(sessionStoreDown)
+      let results: ToolResultBlock[] = []
+      if (run !== null) {
+        const expired = run.approvals.every((approval) => approval.expiresAt <= now)
+        if (!expired) for (const approval of run.approvals) approvals.decided?.(approval.tool, 'superseded')
+        // A client-held conversation (UI) carries the waiting calls itself, answered as not run.
+        if (spec.memory === undefined) return spec
+        results = supersededResults(run, now)
+      } else {
+        results = danglingResults(history)
+      }
+      if (results.length === 0) return spec
+      const [first, ...rest] = spec.messages
+      if (first === undefined || first.role !== 'user') return { ...spec, messages: [{ role: 'user', content: results }, ...spec.messages] }
+      const content: ContentBlock[] = typeof first.content === 'string' ? [{ type: 'text', text: first.content }] : first.content
+      return { ...spec, messages: [{ role: 'user', content: [...results, ...content] }, ...rest] }
+    },
+
+    /**
+     * A run that stopped at calls waiting for a person: issues their approvals and saves the run, so any replica
+     * can continue it; returns the approvals (none when nothing waits for a person). A store that is down fails
+     * the request (a StoreUnavailableError).
+     */
+    async pause (run: PausableRun): Promise<ApprovalRecord[] | undefined> {
+      if (approvals === undefined || run.state.status !== 'tool_calls_pending') return undefined
+      if (!run.state.pending.some((call) => call.kind === 'approval')) return undefined
+      const approval = run.spec.approval ?? { family: 'agent' as const, scope: '' }
+      const pausedAt = Date.now()
+      const issued = issueApprovals(run.state, approvals.ttlSeconds, pausedAt)
+      const paused: PausedRun = {
+        runId: newApprovalId(),
+        family: approval.family,
+        scope: approval.scope,
+        state: run.state,
+        approvals: issued,
+        conversationId: run.conversationId,
+        ...(run.spec.memory === undefined ? {} : { memory: run.spec.memory }),
+        pausedAt,
+      }
+      await approvals.store.save(run.owner, paused).catch(approvalStoreDown)
+      for (const one of issued) approvals.requested?.(one.tool)
+      return issued
+    },
+
+    /**
+     * A continuation's answers checked and claimed (all or nothing; see claimAnswers): the paused run, taken from
+     * the store, and each answered call's decision.
+     */
+    async claim (owner: string, continuation: Continuation): Promise<{ paused: PausedRun, decisions: Map<string, ApprovalDecision> }> {
+      if (approvals === undefined) throw new ApprovalNotFoundError()
+      const { run: paused, decisions } = await claimAnswers(approvals.store, owner, continuation, continuation.answers, continuation.loc)
+      for (const approval of paused.approvals) {
+        approvals.decided?.(approval.tool, decisions.get(approval.callId)?.approved === true ? 'approved' : 'denied')
+      }
+      return { paused, decisions }
+    },
+
+    /** The open approvals of a scope's waiting run ([] when none waits or approval is off). */
+    async waitingApprovals (owner: string, scope: AnswerScope): Promise<PendingApprovalView[]> {
+      if (approvals === undefined) return []
+      const run = await approvals.store.waiting(owner, scope.family, scope.scope).catch(sessionStoreDown)
+      const now = Date.now()
+      return run === null ? [] : run.approvals.filter((approval) => approval.expiresAt > now).map(approvalView)
+    },
+
+    /** Forgets a scope's waiting run (a deleted session). */
+    async dropWaiting (owner: string, scope: AnswerScope): Promise<void> {
+      if (approvals === undefined) return
+      await approvals.store.drop(owner, scope.family, scope.scope).catch(sessionStoreDown)
+    },
+  }
+}
+
+/** The approval workflow's type. */
+export type ApprovalFlow = ReturnType<typeof createApprovalFlow>
+
+/**
+ * Results for the calls a stored conversation's last turn left unanswered (their paused run is long gone):
+ * each is answered as expired. None when the conversation does not end with tool calls.
+ */
+function danglingResults (history: readonly ChatTurn[]): ToolResultBlock[] {
+  const last = history.at(-1)
+  if (last === undefined || last.role !== 'assistant' || !Array.isArray(last.content)) return []
+  return last.content
+    .filter((block) => block.type === 'tool_use')
+    .map((block): ToolResultBlock => ({ type: 'tool_result', tool_use_id: block.id, content: EXPIRED_TEXT, is_error: true }))
+}
