@@ -12,8 +12,8 @@
 // - `<!-- doc-test: file models.yaml -->` before a yaml/json block writes it into the page's directory.
 // - `<!-- doc-test: skip <why> -->` before a block skips it, saying why (a React component, a Docker stack).
 import { execFile, spawn } from 'node:child_process'
-import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { parse as parseYaml } from 'yaml'
@@ -101,6 +101,16 @@ function script (body: string): string {
   const startsOwn = /(^|[\s;&|(])npm start\b/m.test(body)
   return PRELUDE + (startsOwn ? '' : 'doc_start\n') + body
 }
+
+test('every relative link of README and docs/ names a file that exists', async (t) => {
+  for (const page of pages) {
+    const text = readFileSync(join(root, page), 'utf8')
+    for (const match of text.matchAll(/\]\((?!https?:|mailto:|#)([^)#\s]+)(#[^)\s]*)?\)/g)) {
+      const target = join(root, dirname(page), match[1] ?? '')
+      t.ok(existsSync(target), `${page} links ${match[1] ?? ''}`)
+    }
+  }
+})
 
 test('the docs examples run against the service', async (t) => {
   // The production bundle, as `npm start` runs it, beside dist/ so that it finds package.json and public/.
