@@ -1,14 +1,13 @@
-// Agent plugin: Fastify glue of the agent service (lib/agent/service.ts): a request's run context and its SSE or stream-log sink.
+// Agent plugin: Fastify glue of the agent service (lib/agent/service.ts): a request's run context, and its sink (lib/http/run-sinks.ts) opened as the stream format says.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { createAgentService, type Continuation, type EventSink, type PreparedRun, type RunContext } from '../lib/agent/service.js'
-import type { ApprovalRecord } from '../lib/stores/run-store.js'
-import type { AgentResult } from '../lib/agent/run.js'
+import { createAgentService, type Continuation, type EventSink, type JsonResult, type RunContext } from '../lib/agent/service.js'
 import type { RunSpec } from '../lib/agent/spec.js'
 import type { RunState } from '../lib/agent/state.js'
 import { approvalMatcher } from '../lib/config/approval-policy.js'
 import { UsageTally } from '../lib/agent/usage.js'
-import { openSseStream, type SseWriter } from '../lib/http/sse.js'
+import { heldSink, sseSink, streamLogSink } from '../lib/http/run-sinks.js'
+import { openSseStream } from '../lib/http/sse.js'
 import type { StreamFormat } from '../lib/agent/stream-format.js'
 import type { StreamLayout } from './resumable.js'
 
@@ -28,121 +27,6 @@ function disconnectSignal (request: FastifyRequest, reply: FastifyReply): AbortS
   return controller.signal
 }
 
-/**
- * The first model call of a run, as its hooks see it: `admitted` resolves once a call passed every hook's
- * start (budgets reserved it) and rejects with the refusal when the first one was refused.
- */
-function watchFirstCall (run: PreparedRun): Promise<void> {
-  const observer = run.observer
-  const hooks = observer?.model
-  if (observer === undefined || hooks === undefined) return Promise.resolve()
-  let admit: () => void = () => {}
-  let refuse: (error: unknown) => void = () => {}
-  const admitted = new Promise<void>((resolve, reject) => { admit = resolve; refuse = reject })
-  // Nobody may be waiting any more (the run ended first): a refusal must not go unhandled.
-  admitted.catch(() => {})
-  run.observer = {
-    ...observer,
-    end: (result) => observer.end(result),
-    ...(observer.toolCall === undefined ? {} : { toolCall: (call) => observer.toolCall?.(call) }),
-    model: {
-      async start (target, request) {
-        try {
-          const started = await hooks.start(target, request)
-          admit()
-          return started
-        } catch (error) {
-          refuse(error)
-          throw error
-        }
-      },
-    },
-  }
-  return admitted
-}
-
-/**
- * A run's sink before its stream exists. Payloads wait, in order, until `open(target)` is called (a stream opened
- * once the first model call was admitted) or, with `openOnFirstPayload`, until the run's first payload or its
- * end opens it then. The client leaving before it aborts the run (`signal`); after it, the target's signal does.
- * With `keepEarlyError`, a run's error before anything was sent is kept (`failure`) for the route to answer as a
- * plain HTTP error; `beforeEnd` is awaited before the payloads that end the stream.
- */
-function deferredSink (
-  request: FastifyRequest, reply: FastifyReply,
-  options: { openOnFirstPayload?: () => EventSink, keepEarlyError?: boolean, beforeEnd?: () => Promise<void> } = {}
-) {
-  const controller = new AbortController()
-  let target: EventSink | undefined
-  const held: string[] = []
-  let ending: readonly string[] | undefined
-  let closed = false
-  /** Opened: from then on the target's signal tells that the client left. */
-  let following = false
-  let failure: { error: unknown } | undefined
-  onDisconnect(request, reply, () => { if (!following && !closed) controller.abort() })
-
-  const follow = (opened: EventSink): void => {
-    following = true
-    if (opened.signal.aborted) controller.abort(opened.signal.reason)
-    else opened.signal.addEventListener('abort', () => { controller.abort(opened.signal.reason) }, { once: true })
-  }
-  /** The target, opened now by the first payload when this sink opens itself (nothing is held then). */
-  const current = (): EventSink | undefined => {
-    if (target === undefined && options.openOnFirstPayload !== undefined) {
-      target = options.openOnFirstPayload()
-      follow(target)
-    }
-    return target
-  }
-  const sink: EventSink = {
-    get logAfterResponse () { return target?.logAfterResponse ?? true },
-    signal: controller.signal,
-    send: (payload) => {
-      const opened = current()
-      if (opened !== undefined) return opened.send(payload)
-      held.push(payload)
-      return undefined
-    },
-    end: async (payloads) => {
-      await options.beforeEnd?.()
-      const opened = current()
-      if (opened !== undefined) await opened.end(payloads)
-      else ending = payloads
-    },
-    abortMessage: () => target?.abortMessage(),
-    close: () => {
-      closed = true
-      target?.close()
-    },
-    ...(options.keepEarlyError === true
-      ? {
-          takeError: (error: unknown) => {
-            if (target !== undefined) return false
-            failure = { error }
-            return true
-          },
-        }
-      : {}),
-  }
-  return {
-    sink,
-    /** Opens the real sink and hands it what was held (the ending too, when the run is over). */
-    async open (opened: EventSink): Promise<void> {
-      follow(opened)
-      // In order: what the run sends meanwhile is held too, until nothing is left.
-      while (held.length > 0) await opened.send(held.shift() as string)
-      target = opened
-      if (ending !== undefined) await opened.end(ending)
-      if (closed) opened.close()
-    },
-    /** Whether the stream opened. */
-    started: () => target !== undefined,
-    /** The run's error when it failed before anything was sent (`keepEarlyError`). */
-    failure: () => failure,
-  }
-}
-
 /** A request's run context; `signal` is what stops the run. */
 function contextOf (request: FastifyRequest, reply: FastifyReply, signal: AbortSignal): RunContext {
   return {
@@ -155,42 +39,6 @@ function contextOf (request: FastifyRequest, reply: FastifyReply, signal: AbortS
     afterResponse: (task) => {
       if (reply.raw.writableFinished || reply.raw.destroyed) setImmediate(task)
       else reply.raw.once('close', task)
-    },
-  }
-}
-
-/** The sink of a plain stream: the client's own SSE response; the client leaving aborts the run. */
-function clientSink (sse: SseWriter): EventSink {
-  return {
-    logAfterResponse: true,
-    close: () => { sse.end() },
-    signal: sse.signal,
-    send: (payload) => sse.trySend(payload),
-    end: async (payloads) => { for (const payload of payloads) await sse.send(payload) },
-    // A client that left reads nothing more.
-    abortMessage: () => undefined,
-  }
-}
-
-/**
- * The sink of a resumable stream: the stream's log, which this connection and any resumer follow. The client
- * leaving does not stop the run; a cancel from any replica does (then `Cancelled`).
- */
-function logSink (opened: Awaited<ReturnType<FastifyInstance['resumable']['open']>>): EventSink {
-  const { producer, signal } = opened
-  return {
-    // Logged when the run ends, not when this client leaves.
-    logAfterResponse: false,
-    close: () => { opened.done() },
-    signal,
-    send: (payload) => { producer.append(payload); return undefined },
-    end: async (payloads) => {
-      for (const payload of payloads.slice(0, -1)) producer.append(payload)
-      await producer.finish(payloads.at(-1) ?? '')
-    },
-    abortMessage: () => {
-      const reason: unknown = signal.reason
-      return reason instanceof Error && reason.message !== '' ? reason.message : 'Cancelled'
     },
   }
 }
@@ -225,23 +73,30 @@ function createAgent (app: FastifyInstance) {
         },
   })
 
+  /** Sends the budget headers: after the first call's reservation (or the run's settlement), `remaining` counts it. */
+  async function budgetHeaders (request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    reply.headers(await app.budgets.headers(request.identity, request.id))
+  }
+
+  /** The client's own SSE response as a run's sink; its error payloads in `format` on shutdown. */
+  function clientSink (request: FastifyRequest, reply: FastifyReply, format: StreamFormat, usage: UsageTally): EventSink {
+    return sseSink(openSseStream(request, reply, {
+      heartbeatMs: config.SSE_HEARTBEAT_SECONDS * 1000,
+      registry: app.streams,
+      formatError: (message) => format.error(message, usage.report()),
+    }))
+  }
+
   /** Opens the response's stream: a resumable stream's log, or the client's own SSE response. */
   async function openSink (
     request: FastifyRequest, reply: FastifyReply, format: StreamFormat, usage: UsageTally,
     options: { resumable?: StreamLayout, onOpen?: (streamId: string) => Promise<void> }, link: string | undefined
   ): Promise<{ sink: EventSink, followed: Promise<void> }> {
-    if (options.resumable !== undefined) {
-      const opened = await app.resumable.open(request, reply, format, options.resumable, link)
-      // What the route files the stream under (a UI chat's id), before the run can end.
-      await options.onOpen?.(opened.id).catch((error: unknown) => request.log.error({ err: error }, 'recording the stream failed'))
-      return { sink: logSink(opened), followed: opened.followed }
-    }
-    const sse = openSseStream(request, reply, {
-      heartbeatMs: config.SSE_HEARTBEAT_SECONDS * 1000,
-      registry: app.streams,
-      formatError: (message) => format.error(message, usage.report()),
-    })
-    return { sink: clientSink(sse), followed: Promise.resolve() }
+    if (options.resumable === undefined) return { sink: clientSink(request, reply, format, usage), followed: Promise.resolve() }
+    const opened = await app.resumable.open(request, reply, format, options.resumable, link)
+    // What the route files the stream under (a UI chat's id), before the run can end.
+    await options.onOpen?.(opened.id).catch((error: unknown) => request.log.error({ err: error }, 'recording the stream failed'))
+    return { sink: streamLogSink(opened), followed: opened.followed }
   }
 
   return {
@@ -256,31 +111,27 @@ function createAgent (app: FastifyInstance) {
      */
     async json (
       request: FastifyRequest, reply: FastifyReply, spec: RunSpec | { continuation: Continuation }, dialect = 'json'
-    ): Promise<AgentResult & { approvals: ApprovalRecord[] }> {
+    ): Promise<JsonResult> {
       const context = contextOf(request, reply, disconnectSignal(request, reply))
       const result = 'continuation' in spec
         ? await service.continueJson(context, spec.continuation, dialect)
         : await service.json(context, spec, dialect)
       // Sent after settlement: `remaining` counts this request's real usage.
-      reply.headers(await app.budgets.headers(request.identity, request.id))
+      await budgetHeaders(request, reply)
       return result
     },
 
     /**
-     * Runs the agent as an SSE stream in `format`. A full model queue or a store failure is a plain HTTP
-     * error before the stream opens; after it, errors travel inside the stream and end it. `resumable`: the
-     * run's events go to the stream log; `onOpen` is told the new stream's id.
+     * Runs the agent as an SSE stream in `format`, opened as `format.opening` says. A full model queue or a store
+     * failure is a plain HTTP error before the stream opens; after it, errors travel inside the stream and end it.
+     * `resumable`: the run's events go to the stream log; `onOpen` is told the new stream's id.
      */
     async stream (
       request: FastifyRequest, reply: FastifyReply, spec: RunSpec | { continuation: Continuation }, format: StreamFormat,
       options: {
         resumable?: StreamLayout
         onOpen?: (streamId: string) => Promise<void>
-        /** A continuation's answered calls in the model's order, once claimed (before any payload). */
-        onAnswered?: (answered: Array<{ toolCallId: string, approved: boolean }>) => void
-        /** Send nothing, headers included, before the first payload; an error before it is thrown (a plain HTTP error). */
-        deferHeaders?: boolean
-        /** Awaited before the payloads that end the stream are sent (with `deferHeaders`): the run's state at its end. */
+        /** Awaited before the payloads that end the stream are sent: the run's state at its end. */
         beforeEnd?: (state: RunState) => Promise<void>
       } = {}
     ): Promise<void> {
@@ -291,62 +142,44 @@ function createAgent (app: FastifyInstance) {
       const run = 'continuation' in spec
         ? await service.prepareContinuation(context, spec.continuation, format.name)
         : await service.prepare(context, spec, format.name)
-      if (run.decisions !== undefined) {
-        const decisions = run.decisions
-        options.onAnswered?.(run.state.pending.flatMap((call) => {
-          const decision = decisions.get(call.id)
-          return decision === undefined ? [] : [{ toolCallId: call.id, approved: decision.approved }]
-        }))
-      }
       const usage = new UsageTally(run.state.usage)
-      if (options.deferHeaders === true) {
-        // Nothing, headers included, before the model's first output (the OpenAI-compatible routes): a refusal or
-        // failure before it is a plain HTTP error. The token headers go with the stream once the first call is admitted.
-        watchFirstCall(run).then(async () => { reply.headers(await app.budgets.headers(request.identity, request.id)) }, () => {})
-        const open = () => openSseStream(request, reply, {
-          heartbeatMs: config.SSE_HEARTBEAT_SECONDS * 1000,
-          registry: app.streams,
-          formatError: (message) => format.error(message, usage.report()),
-        })
-        const { beforeEnd } = options
-        const deferred = deferredSink(request, reply, {
-          openOnFirstPayload: () => clientSink(open()),
-          keepEarlyError: true,
-          ...(beforeEnd === undefined ? {} : { beforeEnd: async () => { await beforeEnd(run.state) } }),
-        })
-        await service.stream(contextOf(request, reply, deferred.sink.signal), run, format, deferred.sink)
-        const failure = deferred.failure()
-        if (failure !== undefined) throw failure.error
-        // The client left before anything was sent: nobody reads an answer (logged as 499).
-        if (!deferred.started()) throw new DOMException('Client closed the request', 'AbortError')
-        return
+      const opening = format.opening ?? 'after-first-call'
+      const { beforeEnd } = options
+      const held = heldSink({
+        onClientGone: (abort) => { onDisconnect(request, reply, abort) },
+        ...(opening === 'on-first-output' ? { openOnFirstPayload: () => clientSink(request, reply, format, usage), keepEarlyError: true } : {}),
+        ...(beforeEnd === undefined ? {} : { beforeEnd: async () => { await beforeEnd(run.state) } }),
+      })
+      /** Opens the stream (budget headers first) and hands it what the run sent meanwhile; `followed`: its connection ended. */
+      const open = async (): Promise<{ followed: Promise<void> }> => {
+        await budgetHeaders(request, reply)
+        const opened = await openSink(request, reply, format, usage, options, run.observer?.link)
+        await held.open(opened.sink)
+        return opened
       }
-      // The first model call is admitted (budgets) before any byte: a refusal is a plain HTTP error, except on
-      // the UI route, whose protocol ends its 200 stream with an error chunk instead.
-      if (format.name !== 'ui') {
-        const admitted = watchFirstCall(run)
-        const deferred = deferredSink(request, reply)
-        const pumping = service.stream(contextOf(request, reply, deferred.sink.signal), run, format, deferred.sink)
-        const first = await Promise.race([admitted.then(() => 'admitted' as const, (error: unknown) => error), pumping.then(() => 'ended' as const)])
+      // Nothing before the first output: the token headers go with the stream once the first call is admitted.
+      if (opening === 'on-first-output') run.firstCall.then(async () => { await budgetHeaders(request, reply) }, () => {})
+      let { followed } = opening === 'at-once' ? await open() : { followed: Promise.resolve() }
+      const pumping = service.stream(contextOf(request, reply, held.sink.signal), run, format, held.sink)
+      if (opening === 'after-first-call') {
+        // The first model call is admitted (budgets) before any byte: a refusal is a plain HTTP error.
+        const first = await Promise.race([run.firstCall.then(() => 'admitted' as const, (error: unknown) => error), pumping.then(() => 'ended' as const)])
         if (first !== 'admitted' && first !== 'ended') {
           await pumping
           throw first
         }
-        reply.headers(await app.budgets.headers(request.identity, request.id))
-        const opened = await openSink(request, reply, format, usage, options, run.observer?.link)
-        await deferred.open(opened.sink)
-        await pumping
-        await opened.followed
-        return
+        ;({ followed } = await open())
       }
-      reply.headers(await app.budgets.headers(request.identity, request.id))
-      const opened = await openSink(request, reply, format, usage, options, run.observer?.link)
-      await service.stream(contextOf(request, reply, opened.sink.signal), run, format, opened.sink)
-      await opened.followed
+      await pumping
+      await followed
+      if (opening !== 'on-first-output') return
+      const failure = held.failure()
+      if (failure !== undefined) throw failure.error
+      // The client left before anything was sent: nobody reads an answer (logged as 499).
+      if (!held.started()) throw new DOMException('Client closed the request', 'AbortError')
     },
   }
 }
-
 /** The agent decorator's type. */
 export type Agent = ReturnType<typeof createAgent>
 

@@ -19,3 +19,8 @@ export type AgentEvent =
     output: string
   }
   | { type: 'step_finish' }
+  /**
+   * A continuation resumes its paused turn (the run's first event then): the answered calls in the model's order.
+   * The UI message stream sends their outputs (or denials) first; the other formats send nothing for it.
+   */
+  | { type: 'resumed', answered: ReadonlyArray<{ toolCallId: string, approved: boolean }> }

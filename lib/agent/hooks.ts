@@ -118,3 +118,36 @@ export function composeRunHooks (hooks: readonly RunHooks[]): RunHooks {
 
 /** Hooks that observe nothing. */
 export const noRunHooks: RunHooks = { runStart: () => undefined }
+
+/**
+ * `observer` with its first model call watched: `admitted` resolves once a call passed every hook's start (budgets
+ * reserved it) and rejects with the refusal when the first one was refused; it never resolves for a run that makes
+ * no model call. A stream that opens after the first call waits for it (a refusal is then a plain HTTP error).
+ */
+export function watchFirstCall (observer: RunObserver | undefined): { observer: RunObserver | undefined, admitted: Promise<void> } {
+  const hooks = observer?.model
+  if (observer === undefined || hooks === undefined) return { observer, admitted: Promise.resolve() }
+  let admit: () => void = () => {}
+  let refuse: (error: unknown) => void = () => {}
+  const admitted = new Promise<void>((resolve, reject) => { admit = resolve; refuse = reject })
+  // Nobody may be waiting (a JSON answer, or the run ended first): a refusal must not go unhandled.
+  admitted.catch(() => {})
+  const watched: RunObserver = {
+    link: observer.link,
+    end: (result) => observer.end(result),
+    ...(observer.toolCall === undefined ? {} : { toolCall: (call: ToolCallInfo) => observer.toolCall?.(call) }),
+    model: {
+      async start (target, request) {
+        try {
+          const started = await hooks.start(target, request)
+          admit()
+          return started
+        } catch (error) {
+          refuse(error)
+          throw error
+        }
+      },
+    },
+  }
+  return { observer: watched, admitted }
+}

@@ -240,7 +240,7 @@ export function denialText (reason: string | undefined): string {
 }
 
 /**
- * Continues a paused run with a person's answers (by call id): an approved call runs exactly as the model
+ * Continues a paused run with a person's answers (by call id), first telling them (`resumed`): an approved call runs exactly as the model
  * made it (the tool and input kept in the state), with its usual events; a denied one runs nothing and the
  * model reads the denial as its error result. Then the turn closes and the run goes on as {@link drive}.
  */
@@ -248,12 +248,15 @@ export async function * resume (
   state: RunState, ports: RunPorts, options: RunOptions, decisions: ReadonlyMap<string, ApprovalDecision>
 ): AsyncGenerator<AgentEvent, RunState> {
   throwIfAborted(options.signal)
+  const answered: Array<{ toolCallId: string, approved: boolean }> = []
   for (const call of state.pending) {
     const decision = decisions.get(call.id)
     if (call.kind !== 'approval' || decision === undefined) throw new AgentError(`No answer for the waiting call ${call.id}`)
+    answered.push({ toolCallId: call.id, approved: decision.approved })
     if (decision.approved) call.kind = 'run'
     else state.results.push(resultBlock(call, { content: denialText(decision.reason), isError: true }))
   }
+  yield { type: 'resumed', answered }
   state.pending = state.pending.filter((call) => call.kind === 'run')
   yield * runPendingCalls(state, ports, options)
   closeTurn(state)

@@ -10,7 +10,7 @@ import { createApprovalFlow, type ApprovalPorts, type Continuation } from './app
 import { approvalView, pausedState } from './approvals.js'
 import type { StreamFormat } from './stream-format.js'
 import type { AgentEvent } from './events.js'
-import type { RunHooks, RunObserver, RunOutcome } from './hooks.js'
+import { watchFirstCall, type RunHooks, type RunObserver, type RunOutcome } from './hooks.js'
 import { drive, resume, resultOf, type AgentResult, type ApprovalDecision, type ToolPort } from './run.js'
 import type { RunSpec } from './spec.js'
 import { continuedState, newRunState, type RunState } from './state.js'
@@ -106,6 +106,8 @@ export interface PreparedRun {
   owner: string
   conversationId: string
   observer: RunObserver | undefined
+  /** Resolves once the run's first model call passed every hook's start; rejects with its refusal (see watchFirstCall). */
+  firstCall: Promise<void>
   /** A continuation's answers, by call id: the run resumes its paused turn with them. */
   decisions?: ReadonlyMap<string, ApprovalDecision> | undefined
   /** The approvals issued when the run paused (for the formats and answers). */
@@ -155,9 +157,9 @@ export function createAgentService (ports: AgentPorts) {
   }
 
   /** A run made ready, fresh or continued, its hooks told that it starts. */
-  function startRun (context: RunContext, dialect: string, run: Omit<PreparedRun, 'observer'>): PreparedRun {
+  function startRun (context: RunContext, dialect: string, run: Omit<PreparedRun, 'observer' | 'firstCall'>): PreparedRun {
     const { settings: runSettings } = run.state
-    const observer = ports.hooks().runStart({
+    const { observer, admitted } = watchFirstCall(ports.hooks().runStart({
       owner: run.owner,
       keyLabel: context.keyLabel,
       requestId: context.requestId,
@@ -167,8 +169,8 @@ export function createAgentService (ports: AgentPorts) {
       conversationId: run.spec.memory?.id ?? run.spec.conversationId,
       gateway: runSettings.clientTools !== undefined,
       parent: context.parent,
-    })
-    return { ...run, observer }
+    }))
+    return { ...run, observer, firstCall: admitted }
   }
 
   /** A fresh run made ready: memory loaded, a waiting turn closed, its settings and tools fixed. */

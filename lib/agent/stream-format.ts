@@ -17,10 +17,23 @@ export interface PausedEnding extends StreamEnding {
   approvals?: ReadonlyMap<string, unknown>
 }
 
+/**
+ * When a stream's response opens (its status and headers go out), which decides what a failure before it looks like:
+ * - `at-once`: before the run starts; every failure of the run travels inside the stream (the UI message stream,
+ *   whose protocol ends its 200 stream with an error chunk).
+ * - `after-first-call` (default): once the first model call is admitted by the hooks (budgets); a refusal or a
+ *   failure before it is a plain HTTP error.
+ * - `on-first-output`: nothing, headers included, before the run's first payload (the OpenAI-compatible routes): a
+ *   refusal or a failure before it is a plain HTTP error.
+ */
+export type StreamOpening = 'at-once' | 'after-first-call' | 'on-first-output'
+
 /** How one stream route writes the events of a run; the writer (lib/http/sse.ts) only frames what this returns. */
 export interface StreamFormat {
   /** The format's name: what the stream log records a resumable stream's format as. */
   readonly name: string
+  /** When the stream's response opens (default `after-first-call`). */
+  readonly opening?: StreamOpening | undefined
   /**
    * Payload of one agent event, or null when this form does not carry it; a list when one event makes
    * several messages (the UI message stream, lib/ui-message-stream.ts). A payload made by {@link namedEvent}

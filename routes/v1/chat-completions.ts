@@ -29,7 +29,7 @@ const chatCompletionsRoute: FastifyPluginAsyncTypebox = async (app) => {
     const plan = planChatCompletion(body)
     if (plan.stream) {
       const format = chatCompletionChunks({ model: body.model, includeUsage: plan.includeUsage })
-      await app.agent.stream(request, reply, plan.spec, format, { deferHeaders: true })
+      await app.agent.stream(request, reply, plan.spec, format)
       return reply
     }
     return chatCompletion(await app.agent.json(request, reply, plan.spec, 'openai-chat'))

@@ -54,7 +54,6 @@ const responsesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     if (plan.stream) {
       const events = responsesEvents({ model: body.model, builder, sourceOf })
       await app.agent.stream(request, reply, plan.spec, events.format, {
-        deferHeaders: true,
         // Stored before the last event, so a client that continues the moment it reads it finds the response.
         beforeEnd: async (state) => {
           const response = events.final()

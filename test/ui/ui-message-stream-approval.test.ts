@@ -67,3 +67,20 @@ test('a continuation that only denies, then fails: the denials come before the e
   const chunks = collect({ answered: [{ toolCallId: 'toolu_1', approved: false }] }, [], (format) => format.error('boom', USAGE))
   t.same(chunks, [{ type: 'start', messageId: 'msg-1' }, { type: 'tool-output-denied', toolCallId: 'toolu_1' }, { type: 'error', errorText: 'boom' }, { type: '[DONE]' }])
 })
+
+test('a run that resumes tells its answered calls as its first event: the same chunks as the option', async (t) => {
+  const answered = [{ toolCallId: 'toolu_1', approved: false }, { toolCallId: 'toolu_2', approved: true }]
+  const events: AgentEvent[] = [
+    { type: 'tool_call', data: { tool: 'mail__send', args: { to: 'b' } }, callId: 'toolu_2' },
+    { type: 'tool_result', data: { tool: 'mail__send', content: 'sent' }, callId: 'toolu_2', isError: false, output: 'sent' },
+    STEP, { type: 'token', data: 'Done.' }, END,
+  ]
+  const done = (format: ReturnType<typeof createUiMessageStream>) => format.done({ usage: USAGE, finishReason: 'end_turn' })
+  const fromEvent = collect({}, [{ type: 'resumed', answered }, ...events], done)
+  t.same(fromEvent, collect({ answered }, events, done))
+  t.same(fromEvent.slice(0, 3), [
+    { type: 'start', messageId: 'msg-1' },
+    { type: 'tool-output-denied', toolCallId: 'toolu_1' },
+    { type: 'tool-output-available', toolCallId: 'toolu_2', output: 'sent' },
+  ])
+})

@@ -182,6 +182,8 @@ export function chatCompletionChunks (options: { model: string, includeUsage: bo
   const [textHead, textTail] = chunk({ content: TEXT_MARK }).split(JSON.stringify(TEXT_MARK)) as [string, string]
   return {
     name: 'openai-chat',
+    // Nothing before the model's first output: a refusal or failure before it is a plain HTTP error in the OpenAI shape.
+    opening: 'on-first-output',
     event (event: AgentEvent) {
       if (event.type === 'step_start') stepWroteText = false
       if (event.type !== 'token' || event.data === '') return null

@@ -323,6 +323,9 @@ export function responsesEvents (options: { model: string, builder: ReturnType<t
         const payloads = closeMessage([])
         return payloads.length === 0 ? null : payloads
       }
+      // Responses never pause for approval: nothing resumes.
+      case 'resumed':
+        return null
     }
   }
   /** Ends the stream after `payloads` (which begin with the opening when the stream had none). */
@@ -338,6 +341,8 @@ export function responsesEvents (options: { model: string, builder: ReturnType<t
   }
   const format: StreamFormat = {
     name: 'openai-responses',
+    // Nothing before the model's first output: a refusal or failure before it is a plain HTTP error in the OpenAI shape.
+    opening: 'on-first-output',
     event: onEvent,
     done: ({ usage, finishReason }) => finish(finishedStatus(finishReason), usage, opening()),
     paused: ({ usage, pending, finishReason }) => {

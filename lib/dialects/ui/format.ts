@@ -35,9 +35,10 @@ export interface UiMessageStreamOptions {
   newId?: () => string
   /**
    * A continuation of a turn paused for approval (README "Tool approval"): its answered calls in the model's
-   * order. Their outputs (or `tool-output-denied`) come first, right after `start`, without input chunks.
+   * order. Their outputs (or `tool-output-denied`) come first, right after `start`, without input chunks. A run
+   * that resumes tells them itself (its `resumed` event).
    */
-  answered?: ReadonlyArray<{ toolCallId: string, approved: boolean }> | (() => ReadonlyArray<{ toolCallId: string, approved: boolean }>)
+  answered?: ReadonlyArray<{ toolCallId: string, approved: boolean }>
 }
 
 /**
@@ -53,24 +54,19 @@ export function createUiMessageStream (options: UiMessageStreamOptions): StreamF
   let stepEnding = false
   let textId: string | undefined
   // A continuation's answered calls: approved outputs wait here until all ran, then go out in the model's order.
-  // Read at the first payload: a continuation's calls are known once its answers are claimed.
   let answered = new Map<string, boolean>()
-  let answersRead = false
   const outputs = new Map<string, UiChunk>()
-  let answersSent = false
-  function readAnswers (): void {
-    if (answersRead) return
-    answersRead = true
-    const list = typeof options.answered === 'function' ? options.answered() : options.answered ?? []
+  let answersSent = true
+  function answer (list: ReadonlyArray<{ toolCallId: string, approved: boolean }>): void {
     answered = new Map(list.map((call) => [call.toolCallId, call.approved]))
     answersSent = answered.size === 0
   }
+  answer(options.answered ?? [])
 
   const chunk = (value: UiChunk): string => JSON.stringify(value)
 
   /** Sends the answered calls' chunks once every approved one has its output (or now, `force`: the run ended). */
   function sendAnswers (out: string[], force = false): void {
-    readAnswers()
     if (answersSent) return
     const approved = [...answered.values()].filter(Boolean).length
     if (!force && outputs.size < approved) return
@@ -118,9 +114,14 @@ export function createUiMessageStream (options: UiMessageStreamOptions): StreamF
 
   return {
     name: 'ui',
+    // The protocol ends its 200 stream with an error chunk: even a budget refusal of the first call travels inside it.
+    opening: 'at-once',
     event (event: AgentEvent) {
       const out: string[] = []
-      readAnswers()
+      if (event.type === 'resumed') {
+        answer(event.answered)
+        return null
+      }
       if (!answersSent && (event.type === 'tool_call' || event.type === 'tool_result') && answered.has(event.callId)) {
         // An approved call of the continued turn: its input is on the client already; its output goes out in order.
         if (event.type === 'tool_result') {

@@ -78,15 +78,13 @@ const uiChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
         }
         return { id: approval.id, approved: approval.approved, reason: approval.reason }
       })
-      let calls: Array<{ toolCallId: string, approved: boolean }> = []
       reply.header(UI_MESSAGE_STREAM_HEADER, UI_MESSAGE_STREAM_VERSION)
-      // The reply continues the assistant message the client holds: same message id.
-      const format = createUiMessageStream({ messageId: last.id, answered: () => calls })
+      // The reply continues the assistant message the client holds: same message id; its answered calls come as the run's `resumed` event.
+      const format = createUiMessageStream({ messageId: last.id })
       const continuation = { family: 'ui' as const, scope: body.id, answers, loc: ['body', 'messages', lastIndex, 'parts'] }
       await app.agent.stream(request, reply, { continuation }, format, {
         resumable: 'versioned',
         onOpen: async (streamId) => { await app.stores.chatStreams.set(request.identity, body.id, streamId) },
-        onAnswered: (list) => { calls = list },
       })
       return reply
     }
