@@ -63,14 +63,7 @@ function createAgent (app: FastifyInstance) {
     },
     // Tool approval is off (no store calls, every route as before) unless TOOL_APPROVAL_REQUIRED names a tool.
     ...(config.approvalPatterns.length === 0 ? {} : { needsApproval }),
-    approvals: config.approvalPatterns.length === 0
-      ? undefined
-      : {
-          store: app.stores.runs,
-          ttlSeconds: config.TOOL_APPROVAL_TTL_SECONDS,
-          requested: (tool) => { app.metrics.toolApprovalRequests.inc({ tool }) },
-          decided: (tool, decision) => { app.metrics.toolApprovals.inc({ tool, decision }) },
-        },
+    approvals: config.approvalPatterns.length === 0 ? undefined : { store: app.stores.runs, ttlSeconds: config.TOOL_APPROVAL_TTL_SECONDS },
   })
 
   /** Sends the budget headers: after the first call's reservation (or the run's settlement), `remaining` counts it. */

@@ -70,14 +70,13 @@ async function createRoutedProvider (app: FastifyInstance, limiter: Limiter): Pr
     baseURL: route.baseURL,
   }))
   const defaultRoute = config.modelRoutes.find((route) => route.name === config.defaultModel)
-  const { llmFallbacks } = app.metrics
   return createModelRouter({
     models,
     defaultProvider: defaultRoute === undefined ? createOfflineProvider() : providerOf(defaultRoute),
     cooldownSeconds: config.MODEL_COOLDOWN_SECONDS,
     limiter,
+    // Counted by the metrics' run hooks (ModelCallHooks.fallback); logged here.
     onFallback: ({ from, to, reason }) => {
-      llmFallbacks.inc({ from, to })
       if (reason === 'cooldown') app.log.info({ from, to, reason }, `model ${from} is cooling down after a failure; ${to} answers`)
       else app.log.warn({ from, to, reason }, `model ${from} failed before any output; falling back to ${to}`)
     },

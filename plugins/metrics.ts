@@ -2,7 +2,7 @@
 import fp from 'fastify-plugin'
 import type { FastifyRequest } from 'fastify'
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
-import { createMetricsHooks } from '../lib/agent/metrics-hooks.js'
+import { createMetricsHooks } from '../lib/metrics/hooks.js'
 import { finalStatus } from './lifecycle.js'
 
 /** The `endpoint` label of every request that matched no route: one value, so random URLs add no series. */
@@ -205,7 +205,7 @@ export default fp(async (app) => {
     onSourceError: (error) => { app.log.warn({ err: error }, 'active sessions source failed; gauge keeps its last value') },
   })
   app.decorate('metrics', metrics)
-  // Runs feed the model-call, tool and token metrics through the run hooks (absent when an app registers metrics alone).
+  // Runs feed the model-call, fallback, tool, approval and token metrics through the run hooks (absent when an app registers metrics alone).
   if (app.hasDecorator('runHooks')) app.runHooks.add(createMetricsHooks(metrics))
 
   app.lifecycle.onResponseClosed((reply) => {

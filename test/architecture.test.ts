@@ -11,7 +11,7 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 /**
  * Lowest first. Folders on one line are peers: neither may import the other. lib's order: the domain's own types and
  * errors; input checks; tools; the model providers; stores; settings (they read the provider table and Redis URLs);
- * the agent runner; the wire dialects; what plugs into runs as hooks (budgets, traces); the HTTP helpers.
+ * the agent runner; the wire dialects; what plugs into runs as hooks (budgets, traces, metrics); the HTTP helpers.
  */
 const LAYERS: ReadonlyArray<readonly string[]> = [
   ['schemas'],
@@ -23,7 +23,7 @@ const LAYERS: ReadonlyArray<readonly string[]> = [
   ['lib/config'],
   ['lib/agent'],
   ['lib/dialects'],
-  ['lib/budgets', 'lib/telemetry'],
+  ['lib/budgets', 'lib/telemetry', 'lib/metrics'],
   ['lib/http'],
   ['plugins'],
   ['routes'],

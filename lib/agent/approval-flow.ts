@@ -8,19 +8,16 @@ import {
   approvalStoreDown, approvalView, claimAnswers, EXPIRED_TEXT, issueApprovals, newApprovalId, supersededResults,
   type AnswerScope, type ApprovalAnswer, type PendingApprovalView,
 } from './approvals.js'
+import type { ApprovalEvent, RunHooks } from './hooks.js'
 import type { ApprovalDecision } from './run.js'
 import type { RunSpec } from './spec.js'
 import type { RunState } from './state.js'
 
-/** What tool approval needs besides the gate: where paused runs live, and the metrics it counts. */
+/** What tool approval needs besides the gate: where paused runs live (what happens to approvals goes to the run hooks). */
 export interface ApprovalPorts {
   store: RunStore
   /** TOOL_APPROVAL_TTL_SECONDS. */
   ttlSeconds: number
-  /** An approval was issued for a call of `tool`. */
-  requested?: (tool: string) => void
-  /** An approval was answered or superseded. */
-  decided?: (tool: string, decision: 'approved' | 'denied' | 'superseded') => void
 }
 
 /** A continuation: the answers to a paused turn, and where they come from. */
@@ -38,8 +35,9 @@ export interface PausableRun {
   spec: Pick<RunSpec, 'approval' | 'memory'>
 }
 
-/** Creates the approval workflow over `approvals` (none: approval is off). */
-export function createApprovalFlow (approvals: ApprovalPorts | undefined) {
+/** Creates the approval workflow over `approvals` (none: approval is off); `hooks` are told what happens to approvals. */
+export function createApprovalFlow (approvals: ApprovalPorts | undefined, hooks: () => RunHooks) {
+  const tell = (tool: string, decision: ApprovalEvent['decision']): void => { hooks().approval?.({ tool, decision }) }
   return {
     /**
      * A new message on a scope whose run waits: the waiting calls are superseded (or expired), and the model
@@ -53,7 +51,7 @@ export function createApprovalFlow (approvals: ApprovalPorts | undefined) {
       let results: ToolResultBlock[] = []
       if (run !== null) {
         const expired = run.approvals.every((approval) => approval.expiresAt <= now)
-        if (!expired) for (const approval of run.approvals) approvals.decided?.(approval.tool, 'superseded')
+        if (!expired) for (const approval of run.approvals) tell(approval.tool, 'superseded')
         // A client-held conversation (UI) carries the waiting calls itself, answered as not run.
         if (spec.memory === undefined) return spec
         results = supersededResults(run, now)
@@ -89,7 +87,7 @@ export function createApprovalFlow (approvals: ApprovalPorts | undefined) {
         pausedAt,
       }
       await approvals.store.save(run.owner, paused).catch(approvalStoreDown)
-      for (const one of issued) approvals.requested?.(one.tool)
+      for (const one of issued) tell(one.tool, 'requested')
       return issued
     },
 
@@ -101,7 +99,7 @@ export function createApprovalFlow (approvals: ApprovalPorts | undefined) {
       if (approvals === undefined) throw new ApprovalNotFoundError()
       const { run: paused, decisions } = await claimAnswers(approvals.store, owner, continuation, continuation.answers, continuation.loc)
       for (const approval of paused.approvals) {
-        approvals.decided?.(approval.tool, decisions.get(approval.callId)?.approved === true ? 'approved' : 'denied')
+        tell(approval.tool, decisions.get(approval.callId)?.approved === true ? 'approved' : 'denied')
       }
       return { paused, decisions }
     },

@@ -1,5 +1,5 @@
 // Run hooks: the one interface for everything measured or enforced around a run (metrics, budgets, traces).
-import type { ModelCallHooks, ModelCallObserver } from '../llm/hooks.js'
+import type { ModelCallHooks, ModelCallObserver, ModelFallback } from '../llm/hooks.js'
 import { composeModelCallObservers } from '../llm/hooks.js'
 import type { Usage } from '../domain/types.js'
 import type { UsageSource } from '../domain/types.js'
@@ -73,15 +73,25 @@ export interface RunObserver {
   end (result: RunEnd): void | Promise<void>
 }
 
-/** Everything measured or enforced around runs: told when one starts. */
+/** What happened to an approval (README "Tool approval"): issued, answered, or superseded by a new message. */
+export interface ApprovalEvent {
+  /** The gated tool. */
+  tool: string
+  decision: 'requested' | 'approved' | 'denied' | 'superseded'
+}
+
+/** Everything measured or enforced around runs: told when one starts, and of what happens between runs. */
 export interface RunHooks {
   runStart (run: RunInfo): RunObserver | undefined
+  /** An approval was issued for a paused run, or answered or superseded by a later request. */
+  approval? (event: ApprovalEvent): void
 }
 
 /** Several hooks as one: observers are told in the order the hooks were given. */
 export function composeRunHooks (hooks: readonly RunHooks[]): RunHooks {
   if (hooks.length === 1) return hooks[0] as RunHooks
   return {
+    approval (event) { for (const hook of hooks) hook.approval?.(event) },
     runStart (run) {
       const observers = hooks.flatMap((hook) => hook.runStart(run) ?? [])
       if (observers.length <= 1) return observers[0]
@@ -89,6 +99,7 @@ export function composeRunHooks (hooks: readonly RunHooks[]): RunHooks {
       const model: ModelCallHooks | undefined = modelHooks.length === 0
         ? undefined
         : {
+            fallback (moved) { for (const hook of modelHooks) hook.fallback?.(moved) },
             async start (target, request) {
               const started: Array<ModelCallObserver | undefined> = []
               try {
@@ -137,6 +148,7 @@ export function watchFirstCall (observer: RunObserver | undefined): { observer: 
     end: (result) => observer.end(result),
     ...(observer.toolCall === undefined ? {} : { toolCall: (call: ToolCallInfo) => observer.toolCall?.(call) }),
     model: {
+      ...(hooks.fallback === undefined ? {} : { fallback: (moved: ModelFallback) => hooks.fallback?.(moved) }),
       async start (target, request) {
         try {
           const started = await hooks.start(target, request)

@@ -70,7 +70,7 @@ export interface AgentPorts {
   needsApproval?: (name: string) => boolean
   /** Model prices by the name clients use, for the usage's `cost_usd` (none: costs are null). */
   priceOf?: PriceLookup
-  /** Where paused runs live and what approval counts; needed once `needsApproval` gates a tool. */
+  /** Where paused runs live; needed once `needsApproval` gates a tool. */
   approvals?: ApprovalPorts | undefined
 }
 
@@ -147,7 +147,7 @@ function collectingSink (signal: AbortSignal) {
 /** Creates the agent service over `ports`. */
 export function createAgentService (ports: AgentPorts) {
   const { settings } = ports
-  const approvals = createApprovalFlow(ports.approvals)
+  const approvals = createApprovalFlow(ports.approvals, ports.hooks)
 
   /** The server tools a run offers: as named (known ones), all, or all that need no approval. */
   function toolNames (tools: RunSpec['tools']): string[] {

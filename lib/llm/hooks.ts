@@ -1,7 +1,7 @@
 // Observers of one model call: told about each upstream model the router tries and each HTTP attempt a provider makes.
 import type { ModelCallObserver } from './types.js'
 
-export type { CallOutcome, ModelTarget, ModelAnswer, ModelCallEnd, AttemptEnd, AttemptObserver, ModelCallObserver, ModelCallHooks } from './types.js'
+export type { CallOutcome, ModelTarget, ModelAnswer, ModelCallEnd, AttemptEnd, AttemptObserver, ModelCallObserver, ModelCallHooks, ModelFallback } from './types.js'
 
 /** Several observers as one; undefined when none is left. */
 export function composeModelCallObservers (observers: ReadonlyArray<ModelCallObserver | undefined>): ModelCallObserver | undefined {

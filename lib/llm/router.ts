@@ -5,7 +5,7 @@ import type { ModelCallEnd, ModelCallObserver } from './hooks.js'
 import { withLimiter, type Limiter } from './limiter.js'
 import { isRetryableError } from './retry.js'
 import { cutCallUsage } from './tokens.js'
-import type { LLMProvider, ModelRequest, ModelResponse, ModelStreamEvent } from './types.js'
+import type { LLMProvider, ModelFallback, ModelRequest, ModelResponse, ModelStreamEvent } from './types.js'
 import type { Usage } from '../domain/types.js'
 
 /** One model as the router sees it. */
@@ -24,12 +24,8 @@ export interface RouterModel {
   baseURL?: string | undefined
 }
 
-/** What {@link ModelRouterOptions.onFallback} is told. */
-export interface FallbackInfo {
-  from: string
-  to: string
-  /** The failure's text, or `cooldown` when `from` was skipped because it failed recently. */
-  reason: string
+/** What {@link ModelRouterOptions.onFallback} is told (the request's hooks are told the same, without the error). */
+export interface FallbackInfo extends ModelFallback {
   error?: unknown
 }
 
@@ -167,13 +163,19 @@ export function createModelRouter (options: ModelRouterOptions): ModelRouter {
   const report = (message: ModelResponse, model: RouterModel): ModelResponse =>
     message.model === model.name ? message : model.reportsOwnName === true ? { ...message, routedAs: model.name } : { ...message, model: model.name }
 
+  /** Tells the router's owner and the request's hooks that the call moves to a fallback. */
+  const moved = (request: ModelRequest, info: FallbackInfo): void => {
+    options.onFallback?.(info)
+    request.hooks?.fallback?.({ from: info.from, to: info.to, reason: info.reason })
+  }
+
   /** Records a failure; returns true when the next model should be tried (and says so). */
-  const failed = (model: RouterModel, next: RouterModel | undefined, error: unknown): boolean => {
+  const failed = (request: ModelRequest, model: RouterModel, next: RouterModel | undefined, error: unknown): boolean => {
     const reason = fallbackReason(error)
     if (reason === undefined) return false
     if (cooldownMs > 0 && startsCooldown(error)) coolUntil.set(model.name, now() + cooldownMs)
     if (next === undefined) return false
-    options.onFallback?.({ from: model.name, to: next.name, reason, error })
+    moved(request, { from: model.name, to: next.name, reason, error })
     return true
   }
 
@@ -182,7 +184,7 @@ export function createModelRouter (options: ModelRouterOptions): ModelRouter {
     const chain = chainOf(request.model)
     const answering = chain[0]
     if (answering !== undefined && answering.name !== request.model) {
-      options.onFallback?.({ from: request.model, to: answering.name, reason: 'cooldown' })
+      moved(request, { from: request.model, to: answering.name, reason: 'cooldown' })
     }
     return chain
   }
@@ -214,7 +216,7 @@ export function createModelRouter (options: ModelRouterOptions): ModelRouter {
           return message
         } catch (error) {
           await observer?.end(failure(error))
-          if (!failed(model, chain[i + 1], error)) throw error
+          if (!failed(request, model, chain[i + 1], error)) throw error
         }
       }
     },
@@ -253,7 +255,7 @@ export function createModelRouter (options: ModelRouterOptions): ModelRouter {
           ended = true
           await observer?.end(cut(failure(error)))
           // Once output reached the caller, the answer is this model's: no fallback.
-          if (output || !failed(model, chain[i + 1], error)) throw error
+          if (output || !failed(request, model, chain[i + 1], error)) throw error
         } finally {
           // Returned early by the consumer (an abort that never resumed the generator): the call was cut.
           if (!ended) await observer?.end(cut({ outcome: 'aborted' }))

@@ -136,4 +136,14 @@ export interface ModelCallObserver {
  */
 export interface ModelCallHooks {
   start (target: ModelTarget, request: ModelRequest): ModelCallObserver | undefined | Promise<ModelCallObserver | undefined>
+  /** The call moved from model `from` to its fallback `to` (`reason`: the failure's text, or `cooldown`). */
+  fallback? (moved: ModelFallback): void
+}
+
+/** A model call moving to a fallback model (README "Models and providers"). */
+export interface ModelFallback {
+  from: string
+  to: string
+  /** The failure's text, or `cooldown` when `from` was skipped because it failed recently. */
+  reason: string
 }

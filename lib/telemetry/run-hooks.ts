@@ -85,12 +85,12 @@ function serverOf (baseURL: string | undefined): ServerAddress {
 }
 
 /** What one run's spans share: the agent span's context, and the error type of the call that failed last. */
-interface RunState {
+interface RunSpans {
   context: Context
   failedCallType?: string | undefined
 }
 
-function chatHooks (options: TracingHooksOptions, run: RunInfo, state: RunState, onTarget?: (target: ModelTarget) => void): ModelCallHooks {
+function chatHooks (options: TracingHooksOptions, run: RunInfo, state: RunSpans, onTarget?: (target: ModelTarget) => void): ModelCallHooks {
   const { tracer, propagator, captureContent } = options
   return {
     start (target, request): ModelCallObserver {
@@ -198,7 +198,7 @@ function chatHooks (options: TracingHooksOptions, run: RunInfo, state: RunState,
   }
 }
 
-function toolObserver (options: TracingHooksOptions, state: RunState, call: ToolCallInfo): ToolCallObserver {
+function toolObserver (options: TracingHooksOptions, state: RunSpans, call: ToolCallInfo): ToolCallObserver {
   const attributes: Attributes = {
     'gen_ai.operation.name': 'execute_tool',
     'gen_ai.tool.name': call.name,
@@ -227,7 +227,7 @@ function toolObserver (options: TracingHooksOptions, state: RunState, call: Tool
   }
 }
 
-function agentErrorType (result: RunEnd, state: RunState): string {
+function agentErrorType (result: RunEnd, state: RunSpans): string {
   if (result.outcome === 'cancelled') return 'cancelled'
   const message = result.error instanceof Error ? result.error.message : ''
   if (/MAX_ITERATIONS/.test(message)) return 'max_iterations'
@@ -242,7 +242,7 @@ export function createTracingRunHooks (options: TracingHooksOptions): RunHooks {
       const parent = parentContext(run.parent)
       if (run.gateway) {
         // One plain model call: its chat span hangs directly under the server span.
-        const state: RunState = { context: parent }
+        const state: RunSpans = { context: parent }
         return { model: chatHooks(options, run, state), end () {} }
       }
       const attributes: Attributes = {
@@ -253,7 +253,7 @@ export function createTracingRunHooks (options: TracingHooksOptions): RunHooks {
       }
       if (run.conversationId !== undefined) attributes['gen_ai.conversation.id'] = run.conversationId
       const span = tracer.startSpan(`invoke_agent ${AGENT_NAME}`, { kind: SpanKind.INTERNAL, attributes }, parent)
-      const state: RunState = { context: trace.setSpan(ROOT_CONTEXT, span) }
+      const state: RunSpans = { context: trace.setSpan(ROOT_CONTEXT, span) }
       let providerNamed = false
       return {
         // A plain property: a getter would put this per-run object on V8's slow path (measured).

@@ -1,7 +1,7 @@
-// The run hooks of the Prometheus metrics: model-call durations and time to first output, tool calls, tokens by model.
+// The run hooks of the Prometheus metrics: model-call durations and time to first output, fallbacks, tool calls, approvals, tokens by model.
 import type { CallOutcome } from '../llm/hooks.js'
 import type { Usage } from '../domain/types.js'
-import type { RunHooks } from './hooks.js'
+import type { RunHooks } from '../agent/hooks.js'
 
 /** The metrics these hooks feed (prom-client counters and histograms fit). */
 export interface RunMetrics {
@@ -9,13 +9,21 @@ export interface RunMetrics {
   llmTimeToFirstToken: { observe (labels: { model: string }, seconds: number): void }
   toolCalls: { inc (labels: { tool: string, outcome: 'ok' | 'error' }): void }
   llmTokens: { inc (labels: { model: string, type: 'input' | 'output' | 'cache_read' | 'cache_write' }, value: number): void }
+  llmFallbacks: { inc (labels: { from: string, to: string }): void }
+  toolApprovalRequests: { inc (labels: { tool: string }): void }
+  toolApprovals: { inc (labels: { tool: string, decision: 'approved' | 'denied' | 'superseded' }): void }
 }
 
-/** Metrics as run hooks: every model call (from its slot to its end), tool run and run's tokens. */
+/** Metrics as run hooks: every model call (from its slot to its end) and fallback, tool run, approval and run's tokens. */
 export function createMetricsHooks (metrics: RunMetrics): RunHooks {
   return {
+    approval ({ tool, decision }) {
+      if (decision === 'requested') metrics.toolApprovalRequests.inc({ tool })
+      else metrics.toolApprovals.inc({ tool, decision })
+    },
     runStart: () => ({
       model: {
+        fallback ({ from, to }) { metrics.llmFallbacks.inc({ from, to }) },
         start (target) {
           // Queue time is not model-call time: the clock starts when the call gets its slot.
           let started = performance.now()
