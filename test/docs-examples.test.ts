@@ -11,6 +11,9 @@
 // - A ```js block runs with node, `localhost:8000` meaning the block's service.
 // - `<!-- doc-test: file models.yaml -->` before a yaml/json block writes it into the page's directory.
 // - `<!-- doc-test: skip <why> -->` before a block skips it, saying why (a React component, a Docker stack).
+// - An answer shown in a comment as compact JSON (`# {"content":"The result is 14.",...}`, also after `# data: `) is
+//   checked: each `"key":"text"` pair in it without `...`, `…` or `<` must be in the block's output. Pairs written
+//   with a space after the colon are illustrations of another setup (an Anthropic model, a paid key) and are not.
 import { execFile, spawn } from 'node:child_process'
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
@@ -51,6 +54,19 @@ function blocksOf (page: string): Block[] {
     directive = ''
   }
   return blocks
+}
+
+/** The `"key":"text"` pairs a block's compact JSON comments promise its output holds. */
+function promisedPairs (body: string): string[] {
+  const pairs: string[] = []
+  for (const line of body.split('\n')) {
+    const shown = /^#\s*(?:data: )?(\{.*)$/.exec(line.trim())?.[1]
+    if (shown === undefined) continue
+    for (const match of shown.matchAll(/"[\w-]+":"[^"]*"/g)) {
+      if (!/\.\.\.|…|</.test(match[0])) pairs.push(match[0])
+    }
+  }
+  return pairs
 }
 
 const SHELL = new Set(['sh', 'bash', 'shell'])
@@ -161,6 +177,8 @@ test('the docs examples run against the service', async (t) => {
         const wrong = statuses.filter((status) => !(status >= 200 && status < 400) && !allowed.has(status))
         t.same(wrong, [], `every answer is 2xx/3xx${allowed.size > 0 ? ` or ${[...allowed].join(', ')}` : ''} (got ${statuses.join(', ') || 'no request'})${wrong.length === 0 ? '' : report}`)
         if (allowed.size > 0) t.ok(statuses.some((status) => allowed.has(status)), `the ${[...allowed].join('/')} the block shows is answered`)
+        const missing = SHELL.has(block.lang) ? promisedPairs(block.body).filter((pair) => !stdout.includes(pair)) : []
+        t.same(missing, [], `the answers shown in its comments are in its output${missing.length === 0 ? '' : report}`)
       })
       ran++
     }
