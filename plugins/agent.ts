@@ -1,7 +1,7 @@
 // Agent plugin: Fastify glue of the agent service (lib/agent/service.ts): a request's run context, and its sink (lib/http/run-sinks.ts) opened as the stream format says.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { createAgentService, type Continuation, type EventSink, type JsonResult, type RunContext } from '../lib/agent/service.js'
+import { createAgentService, type Continuation, type EventSink, type JsonResult, type PreparedRun, type RunContext } from '../lib/agent/service.js'
 import type { RunSpec } from '../lib/agent/spec.js'
 import type { RunState } from '../lib/agent/state.js'
 import { approvalMatcher } from '../lib/config/approval-policy.js'
@@ -66,9 +66,9 @@ function createAgent (app: FastifyInstance) {
     approvals: config.approvalPatterns.length === 0 ? undefined : { store: app.stores.runs, ttlSeconds: config.TOOL_APPROVAL_TTL_SECONDS },
   })
 
-  /** Sends the budget headers: after the first call's reservation (or the run's settlement), `remaining` counts it. */
-  async function budgetHeaders (request: FastifyRequest, reply: FastifyReply): Promise<void> {
-    reply.headers(await app.budgets.headers(request.identity, request.id))
+  /** Sends the headers the run's hooks add (budget token headers): after the first call's reservation or the settlement, they count it. */
+  async function hookHeaders (reply: FastifyReply, run: PreparedRun): Promise<void> {
+    reply.headers(await run.observer?.responseHeaders?.() ?? {})
   }
 
   /** The client's own SSE response as a run's sink; its error payloads in `format` on shutdown. */
@@ -99,18 +99,19 @@ function createAgent (app: FastifyInstance) {
     needsApproval,
 
     /**
-     * Runs the agent for a JSON answer (see the service), or continues a paused run with `{continuation}`;
+     * Runs the agent for a JSON answer (see the service) and sends its hooks' headers, or continues a paused run with `{continuation}`;
      * a client that leaves aborts the model call.
      */
     async json (
       request: FastifyRequest, reply: FastifyReply, spec: RunSpec | { continuation: Continuation }, dialect = 'json'
     ): Promise<JsonResult> {
       const context = contextOf(request, reply, disconnectSignal(request, reply))
-      const result = 'continuation' in spec
-        ? await service.continueJson(context, spec.continuation, dialect)
-        : await service.json(context, spec, dialect)
+      const run = 'continuation' in spec
+        ? await service.prepareContinuation(context, spec.continuation, dialect)
+        : await service.prepare(context, spec, dialect)
+      const result = await service.answer(context, run)
       // Sent after settlement: `remaining` counts this request's real usage.
-      await budgetHeaders(request, reply)
+      await hookHeaders(reply, run)
       return result
     },
 
@@ -145,13 +146,13 @@ function createAgent (app: FastifyInstance) {
       })
       /** Opens the stream (budget headers first) and hands it what the run sent meanwhile; `followed`: its connection ended. */
       const open = async (): Promise<{ followed: Promise<void> }> => {
-        await budgetHeaders(request, reply)
+        await hookHeaders(reply, run)
         const opened = await openSink(request, reply, format, usage, options, run.observer?.link)
         await held.open(opened.sink)
         return opened
       }
       // Nothing before the first output: the token headers go with the stream once the first call is admitted.
-      if (opening === 'on-first-output') run.firstCall.then(async () => { await budgetHeaders(request, reply) }, () => {})
+      if (opening === 'on-first-output') run.firstCall.then(async () => { await hookHeaders(reply, run) }, () => {})
       let { followed } = opening === 'at-once' ? await open() : { followed: Promise.resolve() }
       const pumping = service.stream(contextOf(request, reply, held.sink.signal), run, format, held.sink)
       if (opening === 'after-first-call') {

@@ -86,21 +86,7 @@ export default fp(async (app) => {
   }
 
   const windows = new Map<string, WindowState>()
-  const hooks = createBudgetHooks({
-    store,
-    prices: config.prices,
-    subjectOf: (owner) => subjectOf(owner),
-    onCost: (model, key, usd) => { metrics.llmCost.inc({ model, key }, usd) },
-    onRefusal: (key, budget) => { metrics.budgetRefusals.inc({ key, budget }) },
-    onWindow: (requestId, window) => {
-      windows.delete(requestId)
-      windows.set(requestId, window)
-      if (windows.size > MAX_REMEMBERED_WINDOWS) windows.delete(windows.keys().next().value as string)
-    },
-  })
-  app.runHooks.add(hooks)
-
-  app.decorate('budgets', {
+  const budgets: Budgets = {
     store,
     subjectOf,
     async headers (identity, requestId) {
@@ -124,7 +110,23 @@ export default fp(async (app) => {
       const { day, month } = periodsOf(at)
       return usageReport(subject, await store.usage(subject.tag, day, month), at)
     },
-  } satisfies Budgets)
+  }
+  const hooks = createBudgetHooks({
+    store,
+    prices: config.prices,
+    subjectOf: (owner) => subjectOf(owner),
+    onCost: (model, key, usd) => { metrics.llmCost.inc({ model, key }, usd) },
+    onRefusal: (key, budget) => { metrics.budgetRefusals.inc({ key, budget }) },
+    onWindow: (requestId, window) => {
+      windows.delete(requestId)
+      windows.set(requestId, window)
+      if (windows.size > MAX_REMEMBERED_WINDOWS) windows.delete(windows.keys().next().value as string)
+    },
+    // A run's response carries its owner's token headers (from the request's latest reserve or settle).
+    headersOf: async (run) => await budgets.headers(run.owner, run.requestId),
+  })
+  app.runHooks.add(hooks)
+  app.decorate('budgets', budgets)
 
   app.addHook('onClose', close)
 

@@ -71,6 +71,11 @@ export interface RunObserver {
   toolCall? (call: ToolCallInfo): ToolCallObserver | undefined
   /** The run ended; awaited before the answer or the stream's terminal event is sent. */
   end (result: RunEnd): void | Promise<void>
+  /**
+   * Headers for the run's response (a budget's `x-ratelimit-*-tokens`), asked once the first model call was admitted
+   * (a stream) or the run ended (a JSON answer); before the run for a stream that opens at once.
+   */
+  responseHeaders? (): Promise<Record<string, string>>
 }
 
 /** What happened to an approval (README "Tool approval"): issued, answered, or superseded by a new message. */
@@ -122,6 +127,10 @@ export function composeRunHooks (hooks: readonly RunHooks[]): RunHooks {
           return { meta, end: (result) => { for (const tool of tools) tool.end(result) } }
         },
         async end (result) { for (const observer of observers) await observer.end(result) },
+        async responseHeaders () {
+          const all = await Promise.all(observers.map(async (observer) => await observer.responseHeaders?.() ?? {}))
+          return Object.assign({}, ...all) as Record<string, string>
+        },
       }
     },
   }
@@ -146,6 +155,7 @@ export function watchFirstCall (observer: RunObserver | undefined): { observer: 
   const watched: RunObserver = {
     link: observer.link,
     end: (result) => observer.end(result),
+    ...(observer.responseHeaders === undefined ? {} : { responseHeaders: async () => await observer.responseHeaders?.() ?? {} }),
     ...(observer.toolCall === undefined ? {} : { toolCall: (call: ToolCallInfo) => observer.toolCall?.(call) }),
     model: {
       ...(hooks.fallback === undefined ? {} : { fallback: (moved: ModelFallback) => hooks.fallback?.(moved) }),

@@ -363,10 +363,9 @@ export function createAgentService (ports: AgentPorts) {
       return await runJson(context, await prepare(context, spec, dialect))
     },
 
-    /** Continues a paused run for a JSON answer (see `json` and `prepareContinuation`). */
-    async continueJson (context: RunContext, continuation: Continuation, dialect: string): Promise<JsonResult> {
-      return await runJson(context, await prepareContinuation(context, continuation, dialect))
-    },
+    /** Drives a prepared run (fresh or continued) for a JSON answer (see `json`). */
+    answer: runJson,
+
 
     waitingApprovals: approvals.waitingApprovals,
     dropWaiting: approvals.dropWaiting,

@@ -87,6 +87,8 @@ export interface BudgetHooksOptions {
   onRefusal? (key: string, budget: BudgetName): void
   /** A token window seen by a request's latest reserve or settle (its response headers). */
   onWindow? (requestId: string, window: WindowState): void
+  /** The `x-ratelimit-*-tokens` headers of a run's response (RunObserver.responseHeaders). */
+  headersOf? (run: RunInfo): Promise<Record<string, string>>
   now? (): number
 }
 
@@ -151,6 +153,7 @@ export function createBudgetHooks (options: BudgetHooksOptions): RunHooks {
           },
         },
         end () {},
+        ...(options.headersOf === undefined ? {} : { responseHeaders: async () => await options.headersOf?.(run) ?? {} }),
       }
     },
   }
