@@ -3,6 +3,7 @@ import Fastify, { LogController, type FastifyHttpOptions, type FastifyPluginAsyn
 import type { Server } from 'node:http'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import pino, { type DestinationStream } from 'pino'
+import { errWithoutUrlCredentials } from './lib/config/url-credentials.js'
 import { AjvCompiler } from '@fastify/ajv-compiler'
 import { SerializerSelector } from '@fastify/fast-json-stringify-compiler'
 import { loadConfig, type AppConfig } from './lib/config/config.js'
@@ -97,6 +98,8 @@ function createLogger (config: AppConfig, stream?: DestinationStream) {
   return pino({
     level: config.LOG_LEVEL,
     redact: { paths: REDACTED_LOG_PATHS, censor: '[redacted]' },
+    // A URL setting's `user:pass@` (LLM_BASE_URL, REDIS_URL) is never logged, even quoted in an error's message.
+    serializers: { err: errWithoutUrlCredentials },
     timestamp: isoTimeField(),
     formatters: { level: (label) => ({ level: label }) },
   }, stream ?? bufferedStdout())

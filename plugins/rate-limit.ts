@@ -1,4 +1,5 @@
-// Rate limits (README "Limits"): one onRequest hook over the RateLimitStore in app.stores.
+// Rate limits (README "Limits", DECISIONS 7 and 24): @fastify/rate-limit's hook answers, its headers are sent, and
+// the sliding windows of app.stores.rateLimit are its custom store (lib/stores/rate-limit-plugin-store.ts).
 //
 // - Global: RATE_LIMIT_PER_MINUTE per caller identity (plugins/auth.ts) per RATE_LIMIT_WINDOW_SECONDS,
 //   sliding window, on every route except open ones (`config: { open: true }`) and unmatched requests.
@@ -6,14 +7,18 @@
 //   CHAT_RATE_LIMIT_PER_MINUTE per identity (the key with auth on, else the client IP), checked first.
 // - Failed authentication: the identity is the client IP, so 401s count against its global window (the
 //   auth plugin answers 401 after this hook, in preParsing).
-// - A refused request (429 `{detail}`, Retry-After) is not recorded: the hits the limits checked before it
-//   recorded are undone. The headers describe the limit closest to refusing. A failing store lets the
-//   request through, logs an error and counts agent_rate_limit_store_errors_total.
+// - A refused request (429 `{detail}`, Retry-After) is counted in no window: the store undoes the hits the windows
+//   checked before the refusing one recorded. A failing store lets the request through, logs an error and counts
+//   agent_rate_limit_store_errors_total.
+//
+// The plugin's handlers (`fastify.rateLimit()`) run from one app-level onRequest hook, in this plugin's place among
+// the app's hooks (after auth set the identity, before budgets): the plugin's own route hooks would run after every
+// app-level hook, and one route's hook would be the only one to run (the plugin runs one limiter per request).
 import fp from 'fastify-plugin'
-import { normalizeIP } from '@fastify/rate-limit'
-import type { FastifyReply, FastifyRequest } from 'fastify'
+import fastifyRateLimit, { normalizeIP } from '@fastify/rate-limit'
+import type { FastifyRequest } from 'fastify'
 import { HttpError } from '../lib/domain/errors.js'
-import type { RateLimitHit } from '../lib/stores/types.js'
+import { slidingWindowStore, type WindowLimit } from '../lib/stores/rate-limit-plugin-store.js'
 import { endpointLabel } from './metrics.js'
 import { isOpenRoute } from './auth.js'
 
@@ -29,23 +34,6 @@ export const chatRouteRateLimit = { chatRateLimit: true } as const
 
 export const TOO_MANY_REQUESTS = 'Too many requests, please try again later'
 
-/** One limit: its name (the key namespace, `global` or `chat`) and how many requests a window holds. */
-interface Limit { name: string, max: number }
-
-/** A limit's hit on one request: what the headers report, and the token to undo it. */
-interface Granted { limit: Limit, key: string, hit: RateLimitHit }
-
-/** Seconds until a slot frees: a refusal always says when to retry, so at least one second. */
-function resetSeconds (hit: RateLimitHit): number {
-  return Math.ceil((hit.allowed ? Math.max(0, hit.resetMs) : Math.max(1, hit.resetMs)) / 1000)
-}
-
-function setLimitHeaders (reply: FastifyReply, limit: number, remaining: number, reset: number) {
-  reply.header('x-ratelimit-limit', limit)
-  reply.header('x-ratelimit-remaining', remaining)
-  reply.header('x-ratelimit-reset', reset)
-}
-
 /** The identity a limit keys on; IPv6 clients are grouped by /64 (one host controls a whole /64). */
 function limitIdentity (request: FastifyRequest): string {
   return request.identity.startsWith('ip:') ? `ip:${normalizeIP(request.ip)}` : request.identity
@@ -53,64 +41,33 @@ function limitIdentity (request: FastifyRequest): string {
 
 export default fp(async (app) => {
   const { config, metrics } = app
-  const store = app.stores.rateLimit
   const windowMs = Math.max(1, Math.round(config.RATE_LIMIT_WINDOW_SECONDS * 1000))
-  const global: Limit = { name: 'global', max: config.RATE_LIMIT_PER_MINUTE }
-  const chat: Limit = { name: 'chat', max: config.CHAT_RATE_LIMIT_PER_MINUTE }
-  const chatLimits = [chat, global]
-  const globalLimits = [global]
-
-  async function hit (limit: Limit, key: string): Promise<RateLimitHit> {
-    try {
-      return await store.hit(key, limit.max, windowMs)
-    } catch (error) {
-      metrics.rateLimitStoreErrors.inc()
-      app.log.error({ err: error, limit: limit.name }, 'rate-limit store failed; request let through')
-      // Fail open: nothing counted, nothing to wait for.
-      return { current: 0, allowed: true, resetMs: 0 }
-    }
-  }
-
-  /** Gives back the hits of a refused request (best effort: a store error is logged, not thrown). */
-  async function undo (request: FastifyRequest, granted: Granted[]): Promise<void> {
-    for (const { limit, key, hit: recorded } of granted) {
-      if (recorded.token === undefined) continue
-      try {
-        await store.undo(key, recorded.token)
-      } catch (error) {
-        request.log.error({ err: error, limit: limit.name }, `rate-limit store failed; ${limit.name} hit of a refused request not undone`)
-      }
-    }
-  }
+  await app.register(fastifyRateLimit, {
+    // No route hooks: the hook below picks the limiter.
+    global: false,
+    max: config.RATE_LIMIT_PER_MINUTE,
+    timeWindow: windowMs,
+    keyGenerator: limitIdentity,
+    store: slidingWindowStore(app.stores.rateLimit, {
+      onStoreError (error, limit) {
+        metrics.rateLimitStoreErrors.inc()
+        app.log.error({ err: error, limit }, 'rate-limit store failed; request let through')
+      },
+      onUndoError (error, limit) {
+        app.log.error({ err: error, limit }, `rate-limit store failed; ${limit} hit of a refused request not undone`)
+      },
+    }),
+    errorResponseBuilder: () => new HttpError(429, TOO_MANY_REQUESTS),
+    onExceeded: (request) => { metrics.rateLimited.inc({ endpoint: endpointLabel(request) }) },
+  })
+  const globalLimit = app.rateLimit()
+  // Two windows, chat then global; the headers report against the smaller limit (the store says which window is closer).
+  const chatWindow: WindowLimit = { name: 'chat', max: config.CHAT_RATE_LIMIT_PER_MINUTE }
+  const chatLimit = app.rateLimit({ max: Math.min(chatWindow.max, config.RATE_LIMIT_PER_MINUTE), window: chatWindow } as Parameters<typeof app.rateLimit>[0])
 
   app.addHook('onRequest', async function rateLimit (request, reply) {
     if (isOpenRoute(request)) return
-    const limits = request.routeOptions.config.chatRateLimit === true ? chatLimits : globalLimits
-    const identity = limitIdentity(request)
-    const granted: Granted[] = []
-    for (const limit of limits) {
-      const key = `${limit.name}:${identity}`
-      const result = await hit(limit, key)
-      if (!result.allowed) {
-        await undo(request, granted)
-        const reset = resetSeconds(result)
-        setLimitHeaders(reply, limit.max, 0, reset)
-        reply.header('retry-after', reset)
-        metrics.rateLimited.inc({ endpoint: endpointLabel(request) })
-        throw new HttpError(429, TOO_MANY_REQUESTS)
-      }
-      granted.push({ limit, key, hit: result })
-    }
-    // The limit closest to refusing (the first on a tie) is the one the client needs to hear about.
-    let tightest: Granted | undefined
-    let tightestRemaining = Number.POSITIVE_INFINITY
-    for (const entry of granted) {
-      const remaining = Math.max(0, entry.limit.max - entry.hit.current)
-      if (remaining < tightestRemaining) {
-        tightest = entry
-        tightestRemaining = remaining
-      }
-    }
-    if (tightest !== undefined) setLimitHeaders(reply, tightest.limit.max, tightestRemaining, resetSeconds(tightest.hit))
+    const limiter = request.routeOptions.config.chatRateLimit === true ? chatLimit : globalLimit
+    await limiter.call(app, request, reply)
   })
 }, { name: 'rate-limit', dependencies: ['config', 'metrics', 'stores', 'auth'], fastify: '5.x' })

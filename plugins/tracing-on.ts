@@ -12,6 +12,7 @@ import type { TracingConfig } from '../lib/telemetry/config.js'
 import { createTracingSdk, type TracingSdk } from '../lib/telemetry/sdk.js'
 import { createTracingRunHooks, type McpServerInfo } from '../lib/telemetry/run-hooks.js'
 import type { DropReason } from '../lib/telemetry/batch-processor.js'
+import { redactUrlCredentials } from '../lib/config/url-credentials.js'
 
 /** Probes and scrapes make no spans, whatever `traceparent` they carry. */
 const UNTRACED_PATHS: ReadonlySet<string> = new Set(['/health', '/api/v1/health', '/ready', '/metrics'])
@@ -121,12 +122,14 @@ export async function installTracing (app: FastifyInstance, config: TracingConfi
   })
   for (const reason of ['queue_full', 'export_failed'] satisfies DropReason[]) dropped.inc({ reason }, 0)
 
+  // The URL as logs show it: never with a `user:pass@` (DECISIONS 7).
+  const shownUrl = redactUrlCredentials(config.url)
   const sdk = await createTracingSdk(config, {
     onDropped: (reason, count) => { dropped.inc({ reason }, count) },
-    onExportResult: exportFailureLog(app, config.url),
+    onExportResult: exportFailureLog(app, shownUrl),
   })
   app.decorate('tracing', sdk)
-  app.log.info({ traces_url: config.url, protocol: config.protocol }, `tracing on: OTLP ${config.protocol} to ${config.url}`)
+  app.log.info({ traces_url: shownUrl, protocol: config.protocol }, `tracing on: OTLP ${config.protocol} to ${shownUrl}`)
 
   // The server span starts where Fastify makes the request's logger, so its log lines carry the trace fields
   // from one child logger (a second child per request cost more than the spans themselves).

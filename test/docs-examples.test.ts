@@ -9,6 +9,8 @@
 //   `<!-- doc-test: expect 429 -->` before it. `docker ...` and `open ...` are not run (compose.yaml is checked by
 //   test/deploy*.test.ts).
 // - A ```js block runs with node, `localhost:8000` meaning the block's service.
+// - A ```text block that holds `$ command` lines is a transcript: each command runs on its own (as a shell block)
+//   and the lines under it must appear in what it printed (`$ PORT=abc npm start` shows the line startup stops with).
 // - `<!-- doc-test: file models.yaml -->` before a yaml/json block writes it into the page's directory.
 // - `<!-- doc-test: skip <why> -->` before a block skips it, saying why (a React component, a Docker stack).
 // - An answer shown in a comment as compact JSON (`# {"content":"The result is 14.",...}`, also after `# data: `) is
@@ -89,11 +91,13 @@ trap doc_stop EXIT
 doc_start () {
   doc_stop
   DOC_PORT=$(command node -e 's=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
+  # A numeric PORT of the example becomes a free one; any other value (PORT=abc) is what the example shows failing.
+  case "\${PORT:-}" in ''|*[!0-9]*) [ -n "\${PORT:-}" ] && DOC_PORT=$PORT ;; esac
   PORT=$DOC_PORT HOST=127.0.0.1 command node "$DOC_SERVER" > service.log 2>&1 &
   DOC_PID=$!
   until command curl -s -o /dev/null "http://127.0.0.1:$DOC_PORT/health"; do
     if ! kill -0 "$DOC_PID" 2>/dev/null; then
-      echo "doc-test: the service did not start:" >&2; cat service.log >&2; DOC_PID=; exit 1
+      echo "doc-test: the service did not start:" >&2; cat service.log; DOC_PID=; exit 1
     fi
     sleep 0.05
   done
@@ -116,6 +120,27 @@ open () { :; }
 function script (body: string): string {
   const startsOwn = /(^|[\s;&|(])npm start\b/m.test(body)
   return PRELUDE + (startsOwn ? '' : 'doc_start\n') + body
+}
+
+/** Runs a script in bash from `dir` with the service's entry point at hand. */
+async function runBlock (text: string, dir: string, server: string): Promise<{ code: number | null, stdout: string, stderr: string }> {
+  const child = spawn('bash', ['-c', text], { cwd: dir, env: { ...cleanEnv(), DOC_SERVER: server }, stdio: ['ignore', 'pipe', 'pipe'] })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString() })
+  child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString() })
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
+  return { code, stdout, stderr }
+}
+
+/** A transcript's commands, each with the lines shown under it. */
+function transcript (body: string): string[][] {
+  const steps: string[][] = []
+  for (const line of body.split('\n')) {
+    if (line.startsWith('$ ')) steps.push([line.slice(2)])
+    else if (line.trim() !== '') steps.at(-1)?.push(line.trim())
+  }
+  return steps
 }
 
 test('every relative link of README and docs/ names a file that exists', async (t) => {
@@ -153,6 +178,16 @@ test('the docs examples run against the service', async (t) => {
         writeFileSync(join(dir, name), block.body)
         continue
       }
+      if (block.lang === 'text' && /^\$ /m.test(block.body) && skip === null) {
+        await t.test(`${where} (transcript)`, async (t) => {
+          for (const [command, ...shown] of transcript(block.body)) {
+            const { stdout, stderr } = await runBlock(script(command ?? ''), dir, server)
+            for (const line of shown) t.ok(`${stdout}\n${stderr}`.includes(line), `\`${command ?? ''}\` prints ${line}`)
+          }
+        })
+        ran++
+        continue
+      }
       if (!SHELL.has(block.lang) && !SCRIPT.has(block.lang)) continue
       if (skip !== null) {
         t.comment(`${where}: skipped: ${skip[1] ?? ''}`)
@@ -165,12 +200,7 @@ test('the docs examples run against the service', async (t) => {
         body = `sed "s/localhost:8000/127.0.0.1:$DOC_PORT/g" example-${block.line}.src.mjs > example-${block.line}.mjs\nnode example-${block.line}.mjs\n`
       }
       await t.test(where, async (t) => {
-        const child = spawn('bash', ['-c', script(body)], { cwd: dir, env: { ...cleanEnv(), DOC_SERVER: server }, stdio: ['ignore', 'pipe', 'pipe'] })
-        let stdout = ''
-        let stderr = ''
-        child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString() })
-        child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString() })
-        const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
+        const { code, stdout, stderr } = await runBlock(script(body), dir, server)
         const statuses = [...stderr.matchAll(/doc-test-status (\d+)/g)].map((match) => Number(match[1]))
         const report = `\n--- stdout\n${stdout.slice(-4000)}\n--- stderr\n${stderr.slice(-4000)}`
         t.equal(code, 0, `the block runs to its end${code === 0 ? '' : report}`)

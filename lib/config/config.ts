@@ -1,8 +1,8 @@
 // Loads and resolves the service configuration: the environment schema's validation, derived settings, and the settings files
 // the variables name (MODELS_FILE, MCP_CONFIG_FILE, KNOWLEDGE_BASE_FILE); every failure is one ConfigError line.
 import { isIP } from 'node:net'
-import { EnvSchema, type Env } from '../../schemas/config.js'
-import { readDotenvFile, readEnvValues } from './env-values.js'
+import type { Env } from '../../schemas/config.js'
+import { mergeVariables, readDotenvFile, readSettings, SettingsError, type Variables } from './env-source.js'
 import { parseApprovalPatterns } from './approval-policy.js'
 import { ConfigError } from '../domain/errors.js'
 import { isProviderKind, providerNamesText, type ProviderKind } from '../llm/providers/registry.js'
@@ -12,6 +12,7 @@ import { loadMcpConfig } from './mcp-file.js'
 import type { McpServerConfig } from '../tools/mcp/server-config.js'
 import { resolveModels } from './models.js'
 import { resolveBudgetSettings } from './budgets.js'
+import { redactUrlCredentials } from './url-credentials.js'
 
 export { ConfigError }
 
@@ -41,13 +42,17 @@ export function loadConfig (options: LoadConfigOptions = {}) {
       throw new ConfigError(`Invalid configuration: cannot read ${path}: ${(error as Error).message}`)
     }
   }
-  // The real environment wins over the file.
-  const read = readEnvValues(EnvSchema, [fromFile, source])
-  if (!read.ok) {
-    const { name, message, got } = read.issue
-    throw new ConfigError(`Invalid configuration: ${name} ${message}` + (got === undefined ? '' : ` (got ${JSON.stringify(got)})`))
+  // The real environment wins over the file, for every variable the service reads (DECISIONS 24).
+  const variables = mergeVariables([fromFile, source])
+  let env: Env
+  try {
+    env = readSettings(variables)
+  } catch (error) {
+    if (!(error instanceof SettingsError)) throw error
+    const { name, message, got } = error.issue
+    throw new ConfigError(`Invalid configuration: ${name} ${message}` + (got === undefined ? '' : ` (got ${JSON.stringify(redactUrlCredentials(got))})`))
   }
-  return resolveConfig(read.value, source)
+  return resolveConfig(env, variables)
 }
 
 /** Names proxy-addr (Fastify's trustProxy) accepts for whole ranges. */
@@ -89,11 +94,17 @@ function providerKind (name: string): ProviderKind {
   throw new ConfigError(`Invalid configuration: LLM_PROVIDER must be ${providerNamesText()} (got ${JSON.stringify(name)})`)
 }
 
+/** The OTEL_* variables of a source (DECISIONS 20), for the tracing plugin. */
+function otelVariables (vars: Variables): Record<string, string> {
+  return Object.fromEntries(Object.entries(vars).filter(([name]) => name.startsWith('OTEL_')))
+}
+
 /**
  * Turns validated variables into typed settings; throws ConfigError on inconsistent combinations.
- * `vars` holds the variables a MODELS_FILE's `api_key_env` may name (the environment the config came from).
+ * `vars` is the merged source the settings came from (real environment over `.env`): the variables a MODELS_FILE's
+ * `api_key_env` or an API_KEYS_FILE's `key_env` names, and the OTEL_* ones.
  */
-export function resolveConfig (env: Env, vars: Record<string, string | undefined> = {}) {
+export function resolveConfig (env: Env, vars: Variables = {}) {
   const logLevel = env.LOG_LEVEL.toLowerCase().replace(/^warning$/, 'warn')
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
     throw new ConfigError(`Invalid configuration: LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(env.LOG_LEVEL)})`)
@@ -103,7 +114,7 @@ export function resolveConfig (env: Env, vars: Record<string, string | undefined
     throw new ConfigError('Invalid configuration: LLM_RETRY_MIN_SECONDS must not exceed LLM_RETRY_MAX_SECONDS')
   }
   if (env.LLM_BASE_URL !== undefined && !URL.canParse(env.LLM_BASE_URL)) {
-    throw new ConfigError(`Invalid configuration: LLM_BASE_URL must be a URL (got ${JSON.stringify(env.LLM_BASE_URL)})`)
+    throw new ConfigError(`Invalid configuration: LLM_BASE_URL must be a URL (got ${JSON.stringify(redactUrlCredentials(env.LLM_BASE_URL))})`)
   }
   try {
     checkRedisSettings(env.REDIS_URL, env.REDIS_CLUSTER, env.REDIS_PREFIX)
@@ -136,6 +147,8 @@ export function resolveConfig (env: Env, vars: Record<string, string | undefined
     /** TOOL_APPROVAL_REQUIRED's entries (README "Tool approval"). */
     approvalPatterns,
     /** The documents of KNOWLEDGE_BASE_FILE; undefined without it (the built-in documents answer). */
+    /** The OTEL_* variables, from the same merged source as the settings (tracing reads them). */
+    otelVariables: otelVariables(vars),
     knowledgeDocuments: env.KNOWLEDGE_BASE_FILE === undefined ? undefined : loadKnowledgeBaseFile(env.KNOWLEDGE_BASE_FILE),
     /** The servers of MCP_CONFIG_FILE (none without it). */
     mcpServers: env.MCP_CONFIG_FILE === undefined ? new Map<string, McpServerConfig>() : loadMcpConfig(env.MCP_CONFIG_FILE),

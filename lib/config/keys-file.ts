@@ -49,6 +49,8 @@ export function loadApiKeysFile (path: string, vars: Record<string, string | und
   if (extra !== undefined) fail(`API_KEYS_FILE: ${extra} is not a known field (keys)`)
   const list = (data as { keys?: unknown }).keys
   if (!Array.isArray(list)) return fail('API_KEYS_FILE: keys must be a list of entries')
+  // A keys file that lists nobody must not turn authentication off (DECISIONS 7): auth is off only without both settings.
+  if (list.length === 0) return fail('API_KEYS_FILE lists no key; add one, or unset API_KEYS_FILE (and API_KEYS) to run without authentication')
   const labels = new Set<string>()
   const digests = new Map<string, string>()
   return list.map((raw: unknown, index): ApiKeyEntry => {

@@ -1,7 +1,10 @@
-// The calculate_expression tool: a small, safe arithmetic parser and evaluator (no eval), plus a finder for expressions in text.
+// The calculate_expression tool (DECISIONS 4 and 24): expr-eval-fork parses and evaluates; in front of it, the grammar of
+// DECISIONS 4 as an allow-list (numbers, + - * / ^ **, parentheses, unary signs), which also words every refusal with
+// its position. The scanner here is shared with the finder of expressions in text (lib/llm/arithmetic-in-text.ts).
+import { Parser } from 'expr-eval-fork'
 
-/** Longest expression `calculate` accepts, in characters. */
-export const MAX_EXPRESSION_LENGTH = 1000
+/** Longest expression `calculate` accepts, in characters: 1,000 or more is a calculation error (DECISIONS 24). */
+export const MAX_EXPRESSION_LENGTH = 999
 /** Deepest nesting `calculate` accepts: parentheses, unary signs and power exponents each add a level. */
 export const MAX_NESTING_DEPTH = 100
 /** Prefix of every failure `calculate` returns. */
@@ -98,117 +101,146 @@ function tokenize (text: string): Token[] {
 const where = (token: Token): string =>
   token.kind === 'end' ? 'at the end of the expression' : `'${token.text}' at position ${token.pos}`
 
-interface Evaluation { value: number, mathError?: string }
-
 /**
- * Parses and evaluates the tokens by precedence climbing. Syntax and limit errors throw at once;
- * math errors (division by zero, overflow) are recorded and reported once the whole input has parsed.
+ * Checks the token sequence against the grammar without evaluating it: an operand (number, `(`, unary sign) where one
+ * is due, an operator (binary, `)`, the end) after it, balanced parentheses, and at most MAX_NESTING_DEPTH levels of
+ * parentheses, signs and power exponents (a sign or exponent stays open until a looser operator, `)` or the end).
  */
-function evaluateTokens (tokens: Token[]): Evaluation {
-  let index = 0
+function checkGrammar (tokens: Token[]): void {
+  // One entry per open parenthesis level (the outermost first): its `(` and how many signs and exponents are open in it.
+  const levels: Array<{ open: Token | undefined, pending: number }> = [{ open: undefined, pending: 0 }]
   let depth = 0
-  let mathError: string | undefined
-
-  const peek = (): Token => tokens[index] as Token
-  const isOp = (token: Token, ...ops: Operator[]): token is Extract<Token, { kind: 'op' }> =>
-    token.kind === 'op' && ops.includes(token.op)
+  let operand = true
   const enter = (): void => {
     if (++depth > MAX_NESTING_DEPTH) {
       throw new CalculationError(`the expression is nested too deeply (more than ${MAX_NESTING_DEPTH} levels of parentheses, signs or powers)`)
     }
   }
-  const fail = (reason: string): number => {
-    mathError ??= reason
-    return Number.NaN
+  const current = () => levels[levels.length - 1] as { open: Token | undefined, pending: number }
+  const closePending = (): void => {
+    depth -= current().pending
+    current().pending = 0
   }
-
-  const apply = (op: Operator, a: number, b: number): number => {
-    if (Number.isNaN(a) || Number.isNaN(b)) return Number.NaN
-    if (op === '/' && b === 0) return fail('division by zero')
-    const result = op === '+' ? a + b : op === '-' ? a - b : op === '*' ? a * b : op === '/' ? a / b : a ** b
-    if (Number.isFinite(result)) return result
-    if (op === '^' && a === 0) return fail('division by zero (0 raised to a negative power)')
-    if (Number.isNaN(result)) return fail('a negative number raised to a fractional power has no real result')
-    return fail('the result is too large to represent')
-  }
-
-  const unexpected = (token: Token): never => {
-    if (token.kind === 'number' || token.kind === '(') throw new CalculationError(`missing operator before ${where(token)}`)
-    if (token.kind === ')') throw new CalculationError(`unmatched ')' at position ${token.pos}`)
-    throw new CalculationError(`unexpected ${where(token)}`)
-  }
-
-  function parsePrimary (): number {
-    const token = peek()
-    if (token.kind === 'number') {
-      index++
-      return token.value
+  for (const token of tokens) {
+    if (operand) {
+      if (token.kind === 'number') {
+        operand = false
+      } else if (token.kind === '(') {
+        enter()
+        levels.push({ open: token, pending: 0 })
+      } else if (token.kind === 'op' && (token.op === '+' || token.op === '-')) {
+        enter()
+        current().pending++
+      } else {
+        throw new CalculationError(`expected a number or '(' ${token.kind === 'end' ? '' : 'but found '}${where(token)}`)
+      }
+      continue
     }
-    if (token.kind === '(') {
-      index++
-      enter()
-      const value = parseExpression()
-      const close = peek()
-      if (close.kind === 'end') throw new CalculationError(`missing ')' to close '(' at position ${token.pos}`)
-      if (close.kind !== ')') unexpected(close)
-      index++
+    if (token.kind === 'op') {
+      if (token.op === '^') {
+        enter()
+        current().pending++
+      } else {
+        closePending()
+      }
+      operand = true
+    } else if (token.kind === ')') {
+      if (levels.length === 1) throw new CalculationError(`unmatched ')' at position ${token.pos}`)
+      closePending()
+      levels.pop()
       depth--
-      return value
+    } else if (token.kind === 'end') {
+      const open = current().open
+      if (open !== undefined) throw new CalculationError(`missing ')' to close '(' at position ${open.pos}`)
+    } else {
+      throw new CalculationError(`missing operator before ${where(token)}`)
     }
-    throw new CalculationError(`expected a number or '(' ${token.kind === 'end' ? '' : 'but found '}${where(token)}`)
   }
-
-  function parsePower (): number {
-    const base = parsePrimary()
-    if (!isOp(peek(), '^')) return base
-    index++
-    enter()
-    const exponent = parseUnary()
-    depth--
-    return apply('^', base, exponent)
-  }
-
-  function parseUnary (): number {
-    const token = peek()
-    if (!isOp(token, '+', '-')) return parsePower()
-    index++
-    enter()
-    const value = parseUnary()
-    depth--
-    return token.op === '-' ? -value : value
-  }
-
-  function parseTerm (): number {
-    let value = parseUnary()
-    for (let token = peek(); isOp(token, '*', '/'); token = peek()) {
-      index++
-      value = apply(token.op, value, parseUnary())
-    }
-    return value
-  }
-
-  function parseExpression (): number {
-    let value = parseTerm()
-    for (let token = peek(); isOp(token, '+', '-'); token = peek()) {
-      index++
-      value = apply(token.op, value, parseTerm())
-    }
-    return value
-  }
-
-  const value = parseExpression()
-  const rest = peek()
-  if (rest.kind !== 'end') unexpected(rest)
-  return mathError === undefined ? { value } : { value, mathError }
 }
 
-/** Checks length and emptiness, then tokenizes and evaluates; throws CalculationError on any failure. */
-function evaluate (expression: string): Evaluation {
+/**
+ * expr-eval-fork with nothing beyond DECISIONS 4: no constants (PI, E, true), no functions, no named or other unary
+ * operators, no comparison, logical, conditional, assignment, remainder, factorial, concatenation or `in`, no member
+ * access. The five arithmetic operators are its own, with the checks of DECISIONS 4 (a division by zero or a
+ * non-finite result is a calculation error, reported where evaluation meets it).
+ */
+function createParser (): Parser {
+  const parser = new Parser({
+    allowMemberAccess: false,
+    operators: {
+      add: true,
+      subtract: true,
+      multiply: true,
+      divide: true,
+      power: true,
+      comparison: false,
+      concatenate: false,
+      conditional: false,
+      factorial: false,
+      logical: false,
+      remainder: false,
+      in: false,
+      assignment: false,
+      fndef: false,
+      random: false,
+      min: false,
+      max: false,
+      length: false,
+    },
+  })
+  parser.consts = {}
+  parser.functions = {}
+  const unary = parser.unaryOps as Record<string, unknown>
+  for (const name of Object.keys(unary)) if (name !== '-' && name !== '+') Reflect.deleteProperty(unary, name)
+  const checked = (result: number, reason: () => string): number => {
+    if (Number.isFinite(result)) return result
+    throw new CalculationError(reason())
+  }
+  const tooLarge = () => 'the result is too large to represent'
+  // The type declarations leave out binaryOps, the table the parser reads its binary operators from.
+  ;(parser as unknown as { binaryOps: Record<string, (a: number, b: number) => number> }).binaryOps = {
+    '+': (a: number, b: number) => checked(a + b, tooLarge),
+    '-': (a: number, b: number) => checked(a - b, tooLarge),
+    '*': (a: number, b: number) => checked(a * b, tooLarge),
+    '/': (a: number, b: number) => {
+      if (b === 0) throw new CalculationError('division by zero')
+      return checked(a / b, tooLarge)
+    },
+    '^': (a: number, b: number) => checked(a ** b, () =>
+      a === 0
+        ? 'division by zero (0 raised to a negative power)'
+        : Number.isNaN(a ** b) ? 'a negative number raised to a fractional power has no real result' : tooLarge()),
+  }
+  return parser
+}
+
+const parser = createParser()
+
+/** expr-eval's compiled instructions this grammar can produce: numbers, unary signs, the five binary operators. */
+const ALLOWED_INSTRUCTIONS = new Set(['INUMBER', 'IOP1:-', 'IOP1:+', 'IOP2:+', 'IOP2:-', 'IOP2:*', 'IOP2:/', 'IOP2:^'])
+
+interface Instruction { type: string, value: unknown }
+
+function allowedInstruction ({ type, value }: Instruction): boolean {
+  if (type === 'INUMBER') return typeof value === 'number' && Number.isFinite(value)
+  return ALLOWED_INSTRUCTIONS.has(`${type}:${String(value)}`)
+}
+
+/** Checks length, emptiness and the grammar, then evaluates with expr-eval-fork; throws CalculationError on any failure. */
+function evaluate (expression: string): number {
   if (expression.length > MAX_EXPRESSION_LENGTH) {
-    throw new CalculationError(`the expression is too long (${expression.length} characters; the limit is ${MAX_EXPRESSION_LENGTH})`)
+    throw new CalculationError(`the expression is too long (${expression.length} characters; at most ${MAX_EXPRESSION_LENGTH})`)
   }
   if (expression.trim() === '') throw new CalculationError('the expression is empty')
-  return evaluateTokens(tokenize(expression))
+  checkGrammar(tokenize(expression))
+  // `**` is expr-eval's `^` (right-associative, above unary minus); the space keeps every position where it was.
+  const compiled = parser.parse(expression.replaceAll('**', '^ '))
+  // The grammar check admits nothing else; this keeps it so should expr-eval ever read more into the same text.
+  const instructions = (compiled as unknown as { tokens: Instruction[] }).tokens
+  if (!instructions.every(allowedInstruction)) throw new CalculationError(ALLOWED)
+  const value: unknown = compiled.evaluate({})
+  if (typeof value !== 'number') throw new CalculationError(ALLOWED)
+  return value
 }
 
 /** Prints safe integers exactly, without a decimal point; anything else rounded to 12 significant digits (0.1+0.2 gives 0.3). */
@@ -226,8 +258,7 @@ function formatNumber (value: number): string {
 export function calculate (expression: string): string {
   try {
     if (typeof expression !== 'string') throw new CalculationError('the expression must be a string')
-    const { value, mathError } = evaluate(expression)
-    if (mathError !== undefined) return CALCULATION_ERROR_PREFIX + mathError
+    const value = evaluate(expression)
     if (!Number.isFinite(value)) return `${CALCULATION_ERROR_PREFIX}the result is not a finite number`
     return formatNumber(value)
   } catch (error) {

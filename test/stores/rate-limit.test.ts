@@ -1,10 +1,12 @@
-// Rate-limit stores: the sliding-window contract against memory (injected clock), Redis and a Redis Cluster (real time), plus exactness across connections.
+// Rate-limit stores: the sliding-window contract, as @fastify/rate-limit calls the store, against memory (injected clock), Redis
+// (alone and behind its outage fallback) and a Redis Cluster (real time), plus exactness across connections.
 import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { test } from 'tap'
 import { createMemoryRateLimitStore } from '../../lib/stores/memory.js'
 import { hashKey } from '../../lib/stores/redis-client.js'
 import { createRedisRateLimitStore } from '../../lib/stores/redis-rate-limit.js'
+import { withRateLimitFallback } from '../../lib/stores/redis-fallback.js'
 import { listKeys, requireRedis, requireRedisCluster } from '../helpers/redis.js'
 import { rateLimitStoreContract } from './rate-limit-store.contract.js'
 
@@ -55,6 +57,19 @@ test('redis rate-limit store: contract', async (t) => {
     advance: async (ms) => { await sleep(ms) },
     now: () => Date.now(),
     // Real time on a possibly loaded machine: a window long beside a few sequential calls (they took over 150 ms at load 20).
+    windowMs: REAL_CLOCK_WINDOW_MS,
+    toleranceMs: REAL_CLOCK_TOLERANCE_MS,
+  })
+})
+
+test('redis rate-limit store behind its outage fallback (as plugins/stores.ts composes it): contract', async (t) => {
+  const env = await requireRedis(t)
+  if (env === null) return
+  const redis = await env.connect()
+  rateLimitStoreContract(t, {
+    create: async () => withRateLimitFallback(createRedisRateLimitStore(redis, { prefix: `${env.prefix}${randomUUID()}:` }), createMemoryRateLimitStore()),
+    advance: async (ms) => { await sleep(ms) },
+    now: () => Date.now(),
     windowMs: REAL_CLOCK_WINDOW_MS,
     toleranceMs: REAL_CLOCK_TOLERANCE_MS,
   })

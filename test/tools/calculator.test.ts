@@ -131,14 +131,16 @@ test('limits: long and deeply nested input fail fast and cleanly', async (t) => 
   t.match(calculate('-('.repeat(60) + '1' + ')'.repeat(60)), /^Calculation error: the expression is nested too deeply/)
 
   const tenThousand = '('.repeat(10_000) + '1' + ')'.repeat(10_000)
-  t.equal(calculate(tenThousand), 'Calculation error: the expression is too long (20001 characters; the limit is 1000)')
-  t.equal(calculate('1+'.repeat(50_000)), 'Calculation error: the expression is too long (100000 characters; the limit is 1000)')
+  t.equal(calculate(tenThousand), 'Calculation error: the expression is too long (20001 characters; at most 999)')
+  t.equal(calculate('1+'.repeat(50_000)), 'Calculation error: the expression is too long (100000 characters; at most 999)')
   t.match(calculate('('.repeat(450) + ')'.repeat(450)), /^Calculation error: the expression is nested too deeply/)
 
-  const atLimit = '1+'.repeat(MAX_EXPRESSION_LENGTH / 2 - 1) + '11'
+  // DECISIONS 24: 1,000 characters or more is a calculation error; 999 are evaluated.
+  const atLimit = '1+'.repeat(498) + '111'
   t.equal(atLimit.length, MAX_EXPRESSION_LENGTH)
-  t.equal(calculate(atLimit), '510')
-  t.match(calculate(atLimit + ' '), /^Calculation error: the expression is too long \(1001 characters/)
+  t.equal(MAX_EXPRESSION_LENGTH, 999)
+  t.equal(calculate(atLimit), '609')
+  t.match(calculate(atLimit + ' '), /^Calculation error: the expression is too long \(1000 characters/)
   t.ok(Date.now() - started < 2000, 'all limits answered quickly')
 })
 

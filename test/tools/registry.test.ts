@@ -23,7 +23,7 @@ test('specs describe each tool with a JSON schema of its input', async (t) => {
   const [calc, search] = specs
   t.match(calc, {
     description: /arithmetic/,
-    input_schema: { type: 'object', properties: { expression: { type: 'string', maxLength: 1000 } }, required: ['expression'] },
+    input_schema: { type: 'object', properties: { expression: { type: 'string', maxLength: 999 } }, required: ['expression'] },
   })
   t.match(search, {
     description: /knowledge base/,
