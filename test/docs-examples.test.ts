@@ -92,11 +92,13 @@ doc_start () {
   doc_stop
   DOC_PORT=$(command node -e 's=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
   # A numeric PORT of the example becomes a free one; any other value (PORT=abc) is what the example shows failing.
-  case "\${PORT:-}" in ''|*[!0-9]*) [ -n "\${PORT:-}" ] && DOC_PORT=$PORT ;; esac
+  case "$PORT" in ''|*[!0-9]*) [ -n "$PORT" ] && DOC_PORT=$PORT ;; esac
   PORT=$DOC_PORT HOST=127.0.0.1 command node "$DOC_SERVER" > service.log 2>&1 &
   DOC_PID=$!
+  DOC_WAIT=0
   until command curl -s -o /dev/null "http://127.0.0.1:$DOC_PORT/health"; do
-    if ! kill -0 "$DOC_PID" 2>/dev/null; then
+    DOC_WAIT=$((DOC_WAIT + 1))
+    if ! kill -0 "$DOC_PID" 2>/dev/null || [ "$DOC_WAIT" -gt 1200 ]; then
       echo "doc-test: the service did not start:" >&2; cat service.log; DOC_PID=; exit 1
     fi
     sleep 0.05
