@@ -1,5 +1,5 @@
 // buildApp(options): every Fastify option, the plugins and the two route scopes; used by server.ts and tests.
-import Fastify, { LogController, type FastifyHttpOptions, type FastifyPluginAsync } from 'fastify'
+import Fastify, { LogController, type FastifyError, type FastifyHttpOptions, type FastifyPluginAsync, type FastifyReply, type FastifyRequest } from 'fastify'
 import type { Server } from 'node:http'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import pino, { type DestinationStream } from 'pino'
@@ -26,6 +26,7 @@ import authPlugin from './plugins/auth.js'
 import rateLimitPlugin from './plugins/rate-limit.js'
 import budgetsPlugin from './plugins/budgets.js'
 import { unversionedErrors } from './lib/dialects/session/errors.js'
+import { invalidUrl } from './lib/dialects/openai/errors.js'
 import { createErrorHandler } from './lib/http/errors.js'
 import { arrayLengthGuard, maxTotalCharsKeyword } from './lib/input/validation.js'
 import { BODY_LIMIT_BYTES } from './schemas/chat.js'
@@ -185,6 +186,19 @@ const cachedSerializers: BuildSerializer = (externalSchemas, options) => {
   }
 }
 
+/**
+ * Fastify's own answers to a URL it cannot route (a bad escape: 400; a path segment over 256 characters: 414), except
+ * on /v1, where a segment that long is only an unknown URL (404 in that scope's shape, README "OpenAI-compatible API").
+ */
+function routingErrors (error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  if (error.code === 'FST_ERR_MAX_PARAM_LENGTH' && /^\/v1(\/|$)/.test(request.url)) {
+    reply.code(404).send(invalidUrl(request.method, request.url))
+    return
+  }
+  const statusCode = error.statusCode ?? 400
+  reply.code(statusCode).send({ error: 'Bad Request', code: error.code, message: error.message, statusCode })
+}
+
 /** Builds the whole application; call `ready()` or `listen()` on the result. */
 export async function buildApp (options: BuildAppOptions = {}) {
   const config = options.config ?? loadConfig(options.env === undefined ? {} : { env: options.env })
@@ -197,6 +211,7 @@ export async function buildApp (options: BuildAppOptions = {}) {
     bodyLimit: BODY_LIMIT_BYTES,
     // Session ids may be 128 characters; Fastify's default of 100 would answer 414 to longer ones.
     routerOptions: { maxParamLength: 256 },
+    frameworkErrors: routingErrors,
     trustProxy: config.trustProxy,
     // `__proto__` / `constructor.prototype` keys in a body are dropped, not answered as "invalid JSON".
     onProtoPoisoning: 'remove',

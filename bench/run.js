@@ -1,6 +1,6 @@
 // `npm run bench`: the service (built JavaScript, every plugin on) against a bare Fastify route, a naive
 // SDK proxy and the fake upstream itself; JSON load, concurrent streams, a soak. See bench/README.md.
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -49,9 +49,18 @@ const config = {
   tracingMinStreams: Number(env.BENCH_TRACING_MIN_STREAMS ?? env.BENCH_MIN_STREAMS ?? (quick ? 500 : 8000)),
   /**
    * Scenarios to run: startup (time to the first health 200 and idle RSS, vs the Portkey gateway), health, chat, budgets (budgets on Redis vs off), tracing (streams traced, always sampled, vs
-   * not), streams, resumable, soak, openai (JSON and streams through the OpenAI provider), v1 (/v1/chat/completions).
+   * not), streams, resumable, soak, openai (JSON and streams through the OpenAI provider), v1 (/v1/chat/completions),
+   * portkey (JSON and streams beside the Portkey gateway on both upstreams), features (this round's features on vs off),
+   * held (live heap per held stream, from two heap snapshots).
    */
-  only: list(env.BENCH_ONLY, ['startup', 'health', 'chat', 'budgets', 'tracing', 'streams', 'resumable', 'soak', 'openai', 'v1']),
+  only: list(env.BENCH_ONLY, ['startup', 'health', 'chat', 'budgets', 'tracing', 'streams', 'resumable', 'soak', 'openai', 'v1', 'portkey', 'features', 'held']),
+  /** Held streams: how many, and the fake's wait before each token (a stream stays open 49 waits after its first token). */
+  heldStreams: Number(env.BENCH_HELD_STREAMS ?? 1000),
+  heldDelayMs: Number(env.BENCH_HELD_DELAY_MS ?? 5000),
+  /** K of the Portkey stream rows (default: the stream rows' K). */
+  portkeyCounts: list(env.BENCH_PORTKEY_STREAMS, []).map(Number),
+  /** K of the feature stream rows (durable runs, AG-UI, background). */
+  featureCounts: list(env.BENCH_FEATURE_STREAMS, quick ? ['100'] : ['100', '1000']).map(Number),
   /** Starts of each server in the startup scenario (alternating). */
   startupRounds: Number(env.BENCH_STARTUP_ROUNDS ?? (quick ? 3 : 8)),
   /** Add bench/servers/floor-proxy.js (node:http both ways, no SDK) to the stream rows, as a floor. */
@@ -162,12 +171,12 @@ const startFloor = (fake) => start({
   nodeArgs: profileArgs('floor'),
   env: { UPSTREAM_URL: fake.url, UPSTREAM_KEY, BENCH_MODEL: MODEL },
 })
-async function startService (fake, overrides = {}) {
+async function startService (fake, overrides = {}, nodeArgs = []) {
   const port = await freePort()
   return await start({
     name: overrides.LOG_LEVEL ? `service(LOG_LEVEL=${overrides.LOG_LEVEL})` : overrides.LLM_PROVIDER ? `service(${overrides.LLM_PROVIDER})` : 'service',
     script: serviceEntry,
-    nodeArgs: [...profileArgs('service'), ...list(env.BENCH_SERVICE_NODE_ARGS, [])],
+    nodeArgs: [...profileArgs('service'), ...list(env.BENCH_SERVICE_NODE_ARGS, []), ...nodeArgs],
     port,
     healthPath: '/api/v1/health',
     logFile: config.serviceLog,
@@ -269,12 +278,12 @@ async function jsonCompare (title, targets) {
  * Concurrent streams on every target, per K: a burst that opens connections (not measured, but every
  * stream must complete), then measured bursts alternating between the targets (A B B A ...), so that
  * background load on a shared machine falls on all of them alike.
- * @param {Array<{ name: string, server: { pid: number, port: number }, path: string }>} targets
+ * @param {Array<{ name: string, server: { pid: number, port: number }, path: string, body?: string, headers?: Record<string, string>, protocol?: 'anthropic' | 'openai' }>} targets
  * @param {{ pid: number }} fake
  * @param {number} delayMs
  */
 async function streamCompare (targets, fake, delayMs, counts = config.streamCounts, minStreams = config.minStreams) {
-  const states = targets.map((t) => ({ ...t, target: { port: t.server.port, path: t.path, headers: AUTH, body: t.body ?? CHAT_BODY }, agent: streamAgent() }))
+  const states = targets.map((t) => ({ ...t, target: { port: t.server.port, path: t.path, headers: t.headers ?? AUTH, body: t.body ?? CHAT_BODY, protocol: t.protocol }, agent: streamAgent() }))
   for (const s of states) await burst(s.target, s.agent, 100)
   const out = []
   for (const k of counts) {
@@ -531,6 +540,277 @@ async function startupScenario () {
   return { service: summary(targets[0]), portkey: { ...summary(targets[1]), version: portkey.version } }
 }
 
+/**
+ * The Portkey AI gateway beside the service, on both upstreams (issue 45): JSON and streams of `/v1/messages` (Portkey's
+ * pass-through to Anthropic), `/v1/chat/completions` → Anthropic and → OpenAI, each against the service's own route on
+ * the same fake upstream, measured in interleaved rounds. Portkey is only ever pointed at the local fake upstream on
+ * loopback (`x-portkey-custom-host`), never at another host: its proxy route has an open SSRF report (README).
+ */
+async function portkeyScenario (delayMs, withJson) {
+  const portkey = portkeyEntry()
+  if (portkey === undefined) {
+    log('portkey: @portkey-ai/gateway is not installed (npm ci installs it), skipped')
+    return undefined
+  }
+  const port = await freePort()
+  const gateway = await start({
+    name: 'portkey',
+    script: portkey.script,
+    args: [`--port=${port}`, '--headless'],
+    nodeArgs: profileArgs('portkey'),
+    port,
+    healthPath: '/',
+    env: { NODE_ENV: 'production', PORT: String(port) },
+  })
+  const [fake, fakeOpenAI] = await Promise.all([startFake(delayMs), startFakeOpenAI(delayMs)])
+  const [service, openaiService] = await Promise.all([startService(fake), startService(fakeOpenAI, openaiServiceEnv(fakeOpenAI))])
+  const to = (provider, upstream) => ({
+    'x-portkey-provider': provider,
+    'x-portkey-custom-host': `${upstream.url}/v1`,
+    authorization: `Bearer ${UPSTREAM_KEY}`,
+    'x-api-key': UPSTREAM_KEY,
+    'anthropic-version': '2023-06-01',
+  })
+  const messages = [{ role: 'user', content: 'Hello, bench: say something.' }]
+  const anthropicChat = { model: MODEL, max_tokens: 4096, messages }
+  const openaiChat = { model: OPENAI_MODEL, messages }
+  const paths = {
+    messages: { path: '/v1/messages', headers: to('anthropic', fake), body: anthropicChat, protocol: /** @type {const} */ ('anthropic') },
+    chatAnthropic: { path: '/v1/chat/completions', headers: to('anthropic', fake), body: anthropicChat, protocol: /** @type {const} */ ('openai') },
+    chatOpenAI: { path: '/v1/chat/completions', headers: to('openai', fakeOpenAI), body: openaiChat, protocol: /** @type {const} */ ('openai') },
+  }
+  const out = { version: portkey.version, delayMs, streams: [], openaiStreams: [] }
+  // Every Portkey path must answer before it is measured: a 4xx/5xx would measure its error path.
+  for (const [name, p] of Object.entries(paths)) {
+    const response = await fetch(`${gateway.url}${p.path}`, { method: 'POST', headers: { ...p.headers, 'content-type': 'application/json' }, body: JSON.stringify(p.body) })
+    const text = await response.text()
+    if (response.status !== 200) log(`  portkey ${name} (${p.path}) answered ${response.status}: ${text.slice(0, 300)}`)
+  }
+  if (withJson) {
+    const json = (server, p) => ({ url: `${server.url}${p.path}`, method: 'POST', headers: { ...p.headers, 'content-type': 'application/json' }, body: JSON.stringify(p.body) })
+    const own = (server) => ({ url: `${server.url}/api/v1/chat`, method: 'POST', headers: JSON_HEADERS, body: CHAT_BODY })
+    out.chat = await jsonCompare(`POST JSON chat, Anthropic upstream: service vs Portkey ${portkey.version} (fake upstream ${delayMs} ms)`, [
+      { name: 'service', label: 'service /api/v1/chat', server: service, load: own(service), extra: { fake: fake.pid } },
+      { name: 'messages', label: 'Portkey /v1/messages', server: gateway, load: json(gateway, paths.messages), extra: { fake: fake.pid } },
+      { name: 'chatAnthropic', label: 'Portkey /v1/chat/completions → Anthropic', server: gateway, load: json(gateway, paths.chatAnthropic), extra: { fake: fake.pid } },
+    ])
+    out.openaiChat = await jsonCompare(`POST JSON chat, OpenAI upstream: service vs Portkey ${portkey.version} (fake upstream ${delayMs} ms)`, [
+      { name: 'service', label: 'service /api/v1/chat (openai)', server: openaiService, load: own(openaiService), extra: { fake: fakeOpenAI.pid } },
+      { name: 'chatOpenAI', label: 'Portkey /v1/chat/completions → OpenAI', server: gateway, load: json(gateway, paths.chatOpenAI), extra: { fake: fakeOpenAI.pid } },
+    ])
+  }
+  const counts = config.portkeyCounts.length > 0 ? config.portkeyCounts : config.streamCounts
+  const stream = (p) => ({ path: p.path, headers: p.headers, body: JSON.stringify({ ...p.body, stream: true }), protocol: p.protocol })
+  log(`streams, Anthropic upstream: service vs Portkey (fake upstream ${delayMs} ms between tokens)`)
+  out.streams = await streamCompare([
+    { name: 'service', server: service, path: '/api/v1/chat/stream' },
+    { name: 'messages', server: gateway, ...stream(paths.messages) },
+    { name: 'chatAnthropic', server: gateway, ...stream(paths.chatAnthropic) },
+  ], fake, delayMs, counts)
+  log(`streams, OpenAI upstream: service vs Portkey (fake upstream ${delayMs} ms between tokens)`)
+  out.openaiStreams = await streamCompare([
+    { name: 'service', server: openaiService, path: '/api/v1/chat/stream' },
+    { name: 'chatOpenAI', server: gateway, ...stream(paths.chatOpenAI) },
+  ], fakeOpenAI, delayMs, counts)
+  await stop(service, openaiService, gateway, fake, fakeOpenAI)
+  return out
+}
+
+/**
+ * Whether the service build names a setting (a feature not on this build yet does not): the entry's directory, whose
+ * JavaScript is the bundle's chunks (dist/bundle) or tsc's output (dist, its test directory left out).
+ */
+const buildHas = (text) => {
+  const search = (dir) => readdirSync(dir, { withFileTypes: true }).some((entry) => {
+    const path = join(dir, entry.name)
+    if (entry.isDirectory()) return entry.name !== 'test' && entry.name !== 'node_modules' && search(path)
+    return entry.name.endsWith('.js') && readFileSync(path, 'utf8').includes(text)
+  })
+  try {
+    return search(dirname(serviceEntry))
+  } catch {
+    return false
+  }
+}
+
+/**
+ * POSTs once and says whether the route answered 200 (a feature not built answers 404 or a 400 naming the field) and,
+ * with `shows`, whether the JSON answer shows the feature at work (a route that ignores an unknown member answers 200).
+ * @param {{ url: string }} server
+ * @param {string} path
+ * @param {string} body
+ * @param {(answer: any) => boolean} [shows]
+ */
+async function answers (server, path, body, shows) {
+  const response = await fetch(`${server.url}${path}`, { method: 'POST', headers: JSON_HEADERS, body })
+  const text = await response.text()
+  const why = `${path} answered ${response.status}: ${text.slice(0, 120)}`
+  if (response.status !== 200 || shows === undefined) return { ok: response.status === 200, why }
+  let answer
+  try {
+    answer = JSON.parse(text)
+  } catch {}
+  return shows(answer) ? { ok: true, why } : { ok: false, why: `${why} (the answer does not show the feature: not on this build)` }
+}
+
+/** Deletes the bench's keys matching `pattern` from Redis (a run's events and checkpoints outlive it by a TTL). */
+async function deleteKeys (pattern) {
+  const { Redis } = await import('ioredis')
+  const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 0, retryStrategy: () => null })
+  redis.on('error', () => {})
+  let cursor = '0'
+  let deleted = 0
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000)
+    cursor = next
+    if (keys.length > 0) deleted += await redis.unlink(...keys)
+  } while (cursor !== '0')
+  redis.disconnect()
+  return deleted
+}
+
+/**
+ * This round's features, each on vs off, each guarded: a feature this build does not have is skipped with a message
+ * naming it (issues 41 to 43 build them). Durable runs (DURABLE_RUNS=true on Redis) vs not, on the resumable agent
+ * stream and on JSON; a background response (/v1/responses, background: true, then streamed) beside a resumable stream;
+ * AG-UI (/api/v1/agui) vs the agent stream; structured outputs (response_format json_schema on /api/v1/chat) vs plain.
+ */
+async function featuresScenario () {
+  const out = { skipped: [] }
+  const skip = (name, why) => {
+    log(`features: ${name} skipped: ${why}`)
+    out.skipped.push({ name, why })
+  }
+  const fake = await startFake(0)
+  const service = await startService(fake)
+  const counts = config.featureCounts
+  const agentBody = (extra = {}) => JSON.stringify({ messages: [{ role: 'user', content: 'Hello, bench: say something.' }], ...extra })
+
+  // Structured outputs: a schema checked on every answer, against the same request without one.
+  const schemaBody = agentBody({ response_format: { type: 'json_schema', name: 'reply', schema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'], additionalProperties: false } } })
+  const structured = await answers(service, '/api/v1/chat', schemaBody, (answer) => answer.output !== undefined)
+  if (!structured.ok) skip('structured outputs (issue 42)', structured.why)
+  else {
+    const load = (body) => ({ url: `${service.url}/api/v1/chat`, method: 'POST', headers: JSON_HEADERS, body })
+    out.structured = await jsonCompare('POST /api/v1/chat, response_format json_schema vs plain', [
+      { name: 'on', label: 'json_schema', server: service, load: load(schemaBody) },
+      { name: 'off', label: 'plain', server: service, load: load(CHAT_BODY) },
+    ])
+  }
+
+  // AG-UI against the agent stream, CPU per text token.
+  const aguiBody = JSON.stringify({ threadId: 'bench', runId: 'bench-run', messages: [{ id: 'm1', role: 'user', content: 'Hello, bench: say something.' }] })
+  const agui = await answers(service, '/api/v1/agui', aguiBody)
+  if (!agui.ok) skip('AG-UI (issue 43)', agui.why)
+  else {
+    log('features: AG-UI stream vs the agent stream')
+    out.agui = await streamCompare([
+      { name: 'agent', server: service, path: '/api/v1/agent/stream', body: agentBody(), protocol: 'agent' },
+      { name: 'agui', server: service, path: '/api/v1/agui', body: aguiBody, protocol: 'agui' },
+    ], fake, 0, counts)
+  }
+
+  // A background response, then streamed, beside a resumable stream.
+  const background = await answers(service, '/v1/responses', JSON.stringify({ model: MODEL, input: 'Hello, bench: say something.', background: true }))
+  if (!background.ok) skip('background responses', background.why)
+  else skip('background responses', 'the route answers, but the bench row (create, then GET ?stream=true) is not written yet')
+
+  // Durable runs on vs off, both on Redis.
+  const { Redis } = await import('ioredis')
+  const redis = new Redis(config.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
+  redis.on('error', () => {})
+  const redisUp = await redis.connect().then(() => true, () => false)
+  redis.disconnect()
+  if (!buildHas('DURABLE_RUNS')) skip('durable runs (issue 41)', 'this build has no DURABLE_RUNS setting')
+  else if (!redisUp) skip('durable runs (issue 41)', `no Redis at ${config.redisUrl}`)
+  else {
+    const prefix = `bench-durable-${process.pid}:`
+    const onRedis = { REDIS_URL: config.redisUrl, REDIS_PREFIX: prefix }
+    const [off, on] = await Promise.all([startService(fake, onRedis), startService(fake, { ...onRedis, DURABLE_RUNS: 'true' })])
+    const resumable = agentBody({ resumable: true })
+    log('features: durable runs on vs off (resumable agent stream, Redis)')
+    out.durableStreams = await streamCompare([
+      { name: 'on', server: on, path: '/api/v1/agent/stream', body: resumable, protocol: 'agent' },
+      { name: 'off', server: off, path: '/api/v1/agent/stream', body: resumable, protocol: 'agent' },
+    ], fake, 0, counts)
+    const load = (server) => ({ url: `${server.url}/api/v1/chat`, method: 'POST', headers: JSON_HEADERS, body: CHAT_BODY })
+    out.durableChat = await jsonCompare('POST /api/v1/chat, durable runs on vs off (Redis)', [
+      { name: 'on', label: 'durable on', server: on, load: load(on) },
+      { name: 'off', label: 'durable off', server: off, load: load(off) },
+    ])
+    await stop(on, off)
+    await deleteKeys(`${prefix}*`)
+    skip('durable run recovery after kill -9 (two replicas)', 'not written yet (needs the recovery path of issue 41 on main)')
+  }
+  await stop(service, fake)
+  return out
+}
+
+/** Total self size of every node of a V8 heap snapshot file (what is live: a snapshot collects garbage first). */
+function heapSnapshotBytes (file) {
+  const snapshot = JSON.parse(readFileSync(file, 'utf8'))
+  const fields = snapshot.snapshot.meta.node_fields
+  const selfSize = fields.indexOf('self_size')
+  let total = 0
+  for (let i = selfSize; i < snapshot.nodes.length; i += fields.length) total += snapshot.nodes[i]
+  return total
+}
+
+/**
+ * A heap snapshot of the service (node --heapsnapshot-signal=SIGUSR2 into `dir`): sends the signal, waits for the new
+ * file to be whole (it parses), and returns its live bytes.
+ */
+async function takeHeapSnapshot (server, dir) {
+  const before = new Set(readdirSync(dir))
+  process.kill(server.pid, 'SIGUSR2')
+  const deadline = Date.now() + 300_000
+  while (Date.now() < deadline) {
+    await sleep(500)
+    const file = readdirSync(dir).find((name) => name.endsWith('.heapsnapshot') && !before.has(name))
+    if (file === undefined) continue
+    try {
+      return heapSnapshotBytes(join(dir, file))
+    } catch {} // still being written
+  }
+  throw new Error('no heap snapshot after 300 s')
+}
+
+/**
+ * Memory per live stream: N streams held open mid-stream (the fake waits BENCH_HELD_DELAY_MS before each token, so
+ * after the first token each stream stays open for 49 more waits), a heap snapshot with none and one with all N
+ * (every stream has had its first token), live bytes growth / N.
+ */
+async function heldScenario () {
+  const count = config.heldStreams
+  const delayMs = config.heldDelayMs
+  const dir = join(resultsDir, `heap-${stamp}`)
+  mkdirSync(dir, { recursive: true })
+  const fake = await startFake(delayMs)
+  const service = await startService(fake, { SHUTDOWN_GRACE_SECONDS: '1' }, ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${dir}`])
+  log(`held streams: ${count} streams held open on the service (fake ${delayMs} ms before each token), heap snapshots before and with them`)
+  const agent = streamAgent()
+  const target = { port: service.port, path: '/api/v1/chat/stream', headers: AUTH, body: CHAT_BODY }
+  // One short burst first, so the snapshot before holds the code and pools a stream warms up.
+  await agent.preconnect(service.port, count)
+  const warm = Array.from({ length: Math.min(10, count) }, () => openStream(target, agent, 600_000))
+  await sleep(delayMs * 2 + 1000)
+  const base = await takeHeapSnapshot(service, dir)
+  let started = 0
+  let allStarted
+  const allHaveStarted = new Promise((resolve) => { allStarted = resolve })
+  const held = Array.from({ length: count }, () => openStream(target, agent, 600_000, () => { if (++started === count) allStarted() }))
+  await allHaveStarted
+  const rss = memory(service.pid).rss
+  const withStreams = await takeHeapSnapshot(service, dir)
+  const perStreamBytes = (withStreams - base) / count
+  log(`  live heap ${r1(base / 1048576)} MB before, ${r1(withStreams / 1048576)} MB with ${count} streams: ${r1(perStreamBytes / 1024)} KB a stream (RSS ${Math.round(rss / 1048576)} MB)`)
+  agent.destroy()
+  await stop(service, fake)
+  await Promise.allSettled([...warm, ...held])
+  rmSync(dir, { recursive: true, force: true })
+  return { streams: count, delayMs, heapBefore: base, heapWithStreams: withStreams, perStreamBytes, rss }
+}
+
 async function main () {
   const results = {
     startedAt: new Date().toISOString(),
@@ -647,6 +927,16 @@ async function main () {
       await stop(openaiService, openaiNaive, fakeOpenAI)
     }
   }
+
+  if (config.only.includes('portkey')) {
+    results.portkey = []
+    for (const [index, delayMs] of config.tokenDelays.entries()) {
+      const run = await portkeyScenario(delayMs, index === 0)
+      if (run) results.portkey.push(run)
+    }
+  }
+  if (config.only.includes('features')) results.features = await featuresScenario()
+  if (config.only.includes('held')) results.held = await heldScenario()
 
   const { rows, budget } = evaluate(results)
   const table = markdownTable(rows)

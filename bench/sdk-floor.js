@@ -4,7 +4,10 @@
 // the naive proxy's) and with the service's node:http fetch (lib/llm/node-fetch.ts), in alternating rounds, and
 // prints this process's CPU per call beside the fake's CPU per request. A gateway also answers its client, an
 // HTTP exchange about as dear as the fake's own, so its floor is the SDK call plus about one upstream's CPU.
+// The OpenAI SDK's chat.completions.create on the fake OpenAI upstream runs beside it (issue 45: the OpenAI path no
+// dearer per request than the Anthropic path by more than the two SDKs' own difference).
 import Anthropic from '@anthropic-ai/sdk'
+import OpenAI from 'openai'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createNodeFetch } from '../dist/lib/llm/node-fetch.js'
@@ -16,28 +19,36 @@ const seconds = Number(process.argv[2] ?? 5)
 const concurrency = Number(process.argv[3] ?? 100)
 const here = fileURLToPath(new URL('.', import.meta.url))
 const fake = await startChild({ name: 'fake', script: join(here, 'servers/fake.js'), env: { FAKE_TOKENS: '50', FAKE_DELAY_MS: '0' } })
+const fakeOpenAI = await startChild({ name: 'fake-openai', script: join(here, 'servers/fake-openai.js'), env: { FAKE_TOKENS: '50', FAKE_DELAY_MS: '0' } })
 const baseURL = `http://127.0.0.1:${fake.port}`
+const openaiURL = `http://127.0.0.1:${fakeOpenAI.port}/v1`
 const nodeFetch = createNodeFetch()
-const clients = {
-  'global fetch (undici)': new Anthropic({ baseURL, apiKey: BENCH_UPSTREAM_KEY, maxRetries: 0 }),
-  'node:http fetch (the service\'s)': new Anthropic({ baseURL, apiKey: BENCH_UPSTREAM_KEY, maxRetries: 0, fetch: nodeFetch.fetch }),
-}
 const params = { model: 'claude-sonnet-5-5', max_tokens: 4096, messages: [{ role: /** @type {const} */ ('user'), content: 'Hello, bench: say something.' }] }
+const openaiParams = { model: 'bench-model', messages: [{ role: /** @type {const} */ ('user'), content: 'Hello, bench: say something.' }] }
+const anthropic = (options) => new Anthropic({ baseURL, apiKey: BENCH_UPSTREAM_KEY, maxRetries: 0, ...options })
+const openai = (options) => new OpenAI({ baseURL: openaiURL, apiKey: BENCH_UPSTREAM_KEY, maxRetries: 0, ...options })
+/** Each client: one call, and the fake upstream it calls. */
+const clients = {
+  'Anthropic messages.create, global fetch (undici)': { call: ((c) => () => c.messages.create(params))(anthropic({})), upstream: fake },
+  'Anthropic messages.create, node:http fetch (the service\'s)': { call: ((c) => () => c.messages.create(params))(anthropic({ fetch: nodeFetch.fetch })), upstream: fake },
+  'OpenAI chat.completions.create, global fetch (undici)': { call: ((c) => () => c.chat.completions.create(openaiParams))(openai({})), upstream: fakeOpenAI },
+  'OpenAI chat.completions.create, node:http fetch (the service\'s)': { call: ((c) => () => c.chat.completions.create(openaiParams))(openai({ fetch: nodeFetch.fetch })), upstream: fakeOpenAI },
+}
 
 /** Runs the loops for `ms`; returns calls made, this process's CPU µs and the fake's CPU µs. */
-async function round (client, ms) {
+async function round ({ call, upstream }, ms) {
   const until = performance.now() + ms
   let calls = 0
   const cpu = process.cpuUsage()
-  const fakeCpu = cpuSeconds(fake.pid)
+  const fakeCpu = cpuSeconds(upstream.pid)
   await Promise.all(Array.from({ length: concurrency }, async () => {
     while (performance.now() < until) {
-      await client.messages.create(params)
+      await call()
       calls++
     }
   }))
   const used = process.cpuUsage(cpu)
-  return { calls, cpuUs: used.user + used.system, fakeUs: (cpuSeconds(fake.pid) - fakeCpu) * 1e6 }
+  return { calls, cpuUs: used.user + used.system, fakeUs: (cpuSeconds(upstream.pid) - fakeCpu) * 1e6 }
 }
 
 const samples = Object.fromEntries(Object.keys(clients).map((name) => [name, []]))
@@ -54,4 +65,4 @@ for (const [name, runs] of Object.entries(samples)) {
     `${Math.round(runs.reduce((n, s) => n + s.calls, 0) / seconds)} calls/s`)
 }
 nodeFetch.close()
-await fake.stop()
+await Promise.all([fake.stop(), fakeOpenAI.stop()])

@@ -76,7 +76,7 @@ function createAgent (app: FastifyInstance) {
     return sseSink(openSseStream(request, reply, {
       heartbeatMs: config.SSE_HEARTBEAT_SECONDS * 1000,
       registry: app.streams,
-      formatError: (message) => format.error(message, usage.report()),
+      formatError: (message, cause) => format.error(message, usage.report(), { cause, byModel: usage.byModel() }),
     }))
   }
 
@@ -137,7 +137,8 @@ function createAgent (app: FastifyInstance) {
         ? await service.prepareContinuation(context, spec.continuation, format.name)
         : await service.prepare(context, spec, format.name)
       const usage = new UsageTally(run.state.usage)
-      const opening = format.opening ?? 'after-first-call'
+      // A continuation whose format says so opens at once: its approved calls run before any model call (README "Tool approval").
+      const opening = 'continuation' in spec && format.continuationOpensAtOnce === true ? 'at-once' : format.opening ?? 'after-first-call'
       const { beforeEnd } = options
       const held = heldSink({
         onClientGone: (abort) => { onDisconnect(request, reply, abort) },

@@ -272,6 +272,7 @@ export async function freePort () {
  * @param {string} options.script
  * @param {Record<string, string>} [options.env]
  * @param {string[]} [options.nodeArgs]
+ * @param {string[]} [options.args] arguments after the script (the Portkey gateway's `--port=<port>`)
  * @param {number} [options.port] known port (with healthPath)
  * @param {string} [options.healthPath]
  * @param {string} [options.logFile] stdout goes there; default /dev/null
@@ -281,7 +282,7 @@ export async function freePort () {
  */
 export async function startChild (options) {
   const logFd = openSync(options.logFile ?? '/dev/null', 'a')
-  const child = spawnNode(options.name, [...(options.nodeArgs ?? []), options.script], options.memoryLimitMb, {
+  const child = spawnNode(options.name, [...(options.nodeArgs ?? []), options.script, ...(options.args ?? [])], options.memoryLimitMb, {
     env: { ...process.env, ...options.env },
     stdio: ['ignore', logFd, 'pipe', 'ipc'],
   })

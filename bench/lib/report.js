@@ -34,9 +34,9 @@ function chatRows (rows, judge, chat, provider, route = 'POST /api/v1/chat') {
     const upstream = s.others?.fake?.cpuPerRequestUs
     if (upstream !== undefined) {
       // The upstream's own CPU for the very requests the service sent it, in the same rounds: a gateway does about twice
-      // an upstream's HTTP work plus a log line, auth and metrics, so about 3x the upstream is the floor to aim at.
+      // an upstream's HTTP work plus a log line, auth and metrics, so about 3x the upstream is the floor; issue 45's line is 6x.
       const r5 = { scenario, metric: 'server CPU µs/req vs the upstream\'s own (same rounds)', service: fmt(s.cpuPerRequestUs, 1), reference: `${fmt(upstream, 1)} (fake upstream)`, ratio: ratio(s.cpuPerRequestUs, upstream) }
-      judge(r5, `chat${provider} CPU/req ≤ 3 × the upstream's own`, r5.ratio, '≤ 3.0', r5.ratio <= 3)
+      judge(r5, `chat${provider} CPU/req ≤ 6 × the upstream's own`, r5.ratio, '≤ 6.0', r5.ratio <= 6)
       rows.push(r5)
     }
     if (f) rows.push({ scenario, metric: 'req/s vs the fake called directly', service: fmt(s.rps), reference: `${fmt(f.rps)} (fake, ${fmt(f.cpuPerRequestUs, 1)} µs/req)`, ratio: ratio(s.rps, f.rps) })
@@ -65,6 +65,77 @@ function streamRows (rows, judge, streams, provider) {
     else if (s.completedTotal !== s.streamsTotal) rm.met = false
     rows.push(rm)
   }
+}
+
+/** The Portkey gateway's paths on each upstream, and the label each row gives it. */
+const PORTKEY_PATHS = [
+  ['messages', 'Portkey /v1/messages (pass-through)', ''],
+  ['chatAnthropic', 'Portkey /v1/chat/completions → Anthropic', ''],
+  ['chatOpenAI', 'Portkey /v1/chat/completions → OpenAI', ' (openai)'],
+]
+
+/** Rows and budget lines of the service beside the Portkey gateway (issue 45): ratios ours / Portkey's. */
+function portkeyRows (rows, judge, scenario) {
+  for (const [chat, upstream] of [[scenario.chat, ''], [scenario.openaiChat, ' (openai)']]) {
+    const s = chat?.service
+    for (const [name, label] of PORTKEY_PATHS) {
+      const p = chat?.[name]
+      if (!s || !p) continue
+      const row = { scenario: `POST JSON chat${upstream} vs ${label}`, metric: 'server CPU µs/req · req/s', service: `${fmt(s.cpuPerRequestUs, 1)} · ${fmt(s.rps)}`, reference: `${fmt(p.cpuPerRequestUs, 1)} · ${fmt(p.rps)}`, ratio: ratio(s.cpuPerRequestUs, p.cpuPerRequestUs) }
+      if (p.non2xx || p.errors) row.reference += ` (${p.non2xx} non-2xx, ${p.errors} errors)`
+      rows.push(row)
+    }
+  }
+  for (const [streams, upstream] of [[scenario.streams, ''], [scenario.openaiStreams, ' (openai)']]) {
+    for (const s of (streams ?? []).filter((run) => run.target === 'service')) {
+      for (const [name, label] of PORTKEY_PATHS) {
+        const p = streams.find((run) => run.target === name && run.k === s.k)
+        if (!p) continue
+        const where = `stream${upstream} K=${s.k}, ${scenario.delayMs} ms/token vs ${label}`
+        const rc = { scenario: where, metric: 'server CPU µs/token', service: fmt(s.cpuPerTokenUs, 2), reference: fmt(p.cpuPerTokenUs, 2), ratio: ratio(s.cpuPerTokenUs, p.cpuPerTokenUs) }
+        judge(rc, `${where}: CPU/token ≤ 0.9 × Portkey`, rc.ratio, '≤ 0.9', rc.ratio <= 0.9)
+        rows.push(rc)
+        const r50 = { scenario: where, metric: 'TTFT p50 ms', service: fmt(s.ttftP50, 1), reference: fmt(p.ttftP50, 1), ratio: ratio(s.ttftP50, p.ttftP50) }
+        judge(r50, `${where}: TTFT p50 ≤ Portkey's`, r50.ratio, '≤ 1.0', r50.ratio <= 1)
+        rows.push(r50)
+        const r99 = { scenario: where, metric: 'TTFT p99 ms', service: fmt(s.ttftP99, 1), reference: fmt(p.ttftP99, 1), ratio: ratio(s.ttftP99, p.ttftP99) }
+        judge(r99, `${where}: TTFT p99 ≤ Portkey's`, r99.ratio, '≤ 1.0', r99.ratio <= 1)
+        rows.push(r99)
+        const rm = { scenario: where, metric: 'streams completed · peak RSS MB', service: `${s.completedTotal}/${s.streamsTotal} · ${mb(s.peakRss)}`, reference: `${p.completedTotal}/${p.streamsTotal} · ${mb(p.peakRss)}`, ratio: ratio(s.peakRss, p.peakRss) }
+        if (s.completedTotal !== s.streamsTotal || p.completedTotal !== p.streamsTotal) rm.met = false
+        rows.push(rm)
+      }
+    }
+  }
+}
+
+/** Rows and budget lines of this round's features, on vs off (issue 45); a skipped feature gets a row saying why. */
+function featureRows (rows, judge, features) {
+  if (!features) return
+  for (const { name, why } of features.skipped ?? []) rows.push({ scenario: `feature: ${name}`, metric: 'skipped', service: why.replace(/\|/g, '/').replace(/\n/g, ' '), reference: '' })
+  const json = (result, name, limit, line) => {
+    if (!result?.on || !result?.off) return
+    const r = { scenario: `feature: ${name}`, metric: 'server CPU µs/req, on vs off', service: fmt(result.on.cpuPerRequestUs, 1), reference: `${fmt(result.off.cpuPerRequestUs, 1)} (off)`, ratio: ratio(result.on.cpuPerRequestUs, result.off.cpuPerRequestUs) }
+    judge(r, line, r.ratio, `≤ ${limit}`, r.ratio <= limit)
+    rows.push(r)
+  }
+  const streams = (runs, name, on, off, limit, line) => {
+    for (const k of new Set((runs ?? []).map((run) => run.k))) {
+      const a = runs.find((run) => run.k === k && run.target === on)
+      const b = runs.find((run) => run.k === k && run.target === off)
+      if (!a || !b) continue
+      const r = { scenario: `feature: ${name} K=${k}`, metric: `server CPU µs/token, ${on} vs ${off}`, service: fmt(a.cpuPerTokenUs, 2), reference: `${fmt(b.cpuPerTokenUs, 2)} (${off})`, ratio: ratio(a.cpuPerTokenUs, b.cpuPerTokenUs) }
+      judge(r, `${line} (K=${k})`, r.ratio, `≤ ${limit}`, r.ratio <= limit)
+      rows.push(r)
+      const rm = { scenario: `feature: ${name} K=${k}`, metric: 'streams completed · TTFT p50 ms', service: `${a.completedTotal}/${a.streamsTotal} · ${fmt(a.ttftP50, 1)}`, reference: `${b.completedTotal}/${b.streamsTotal} · ${fmt(b.ttftP50, 1)}` }
+      if (a.completedTotal !== a.streamsTotal || b.completedTotal !== b.streamsTotal) rm.met = false
+      rows.push(rm)
+    }
+  }
+  json(features.structured, 'structured outputs (json_schema)', 1.05, 'structured outputs: CPU/JSON request ≤ 1.05 × plain')
+  json(features.durableChat, 'durable runs (Redis)', 1.1, 'durable runs: CPU/JSON request ≤ 1.10 × off')
+  streams(features.durableStreams, 'durable runs, resumable agent stream', 'on', 'off', 1.15, 'durable runs: CPU/streamed token ≤ 1.15 × off')
+  streams(features.agui, 'AG-UI vs the agent stream', 'agui', 'agent', 1.0, 'AG-UI: CPU/token ≤ the agent stream\'s')
 }
 
 /**
@@ -162,6 +233,15 @@ export function evaluate (results) {
     if (!Number.isNaN(scenario.redisBytesPerStream)) {
       rows.push({ scenario: `resumable, ${scenario.delayMs} ms/token`, metric: 'Redis memory per finished stream (bytes)', service: fmt(scenario.redisBytesPerStream), reference: `${fmt(scenario.redisStreams)} streams kept` })
     }
+  }
+
+  for (const scenario of results.portkey ?? []) portkeyRows(rows, judge, scenario)
+  featureRows(rows, judge, results.features)
+  const held = results.held
+  if (held) {
+    const r = { scenario: `${fmt(held.streams)} held streams (heap snapshots)`, metric: 'live heap KB per stream', service: fmt(held.perStreamBytes / 1024, 1), reference: `${fmt(held.heapBefore / 1048576, 1)} → ${fmt(held.heapWithStreams / 1048576, 1)} MB live heap` }
+    judge(r, 'memory per live stream ≤ 30 KB (heap snapshot)', held.perStreamBytes / 1024, '≤ 30 KB', held.perStreamBytes <= 30 * 1024)
+    rows.push(r)
   }
 
   const startup = results.startup

@@ -8,7 +8,17 @@ import { connect } from 'node:net'
  * @property {string} path
  * @property {Record<string, string>} headers
  * @property {string} body JSON
+ * @property {'anthropic' | 'openai' | 'agui' | 'agent'} [protocol] how tokens and the end are read: unset, every `data:` message is a
+ *   token and `data: [DONE]` ends (the service's own streams); `anthropic`, a `content_block_delta` event is a token
+ *   and `message_stop` ends (a Messages pass-through); `openai`, a chunk whose delta has non-empty content is a token
+ *   and `data: [DONE]` ends (role and finish chunks are not tokens); `agui` and `agent`, typed JSON events (TYPED_EVENTS)
  */
+
+/** The event types of typed JSON streams: [a token, the end] (AG-UI's, and the service's agent stream's). */
+const TYPED_EVENTS = {
+  agui: ['TEXT_MESSAGE_CONTENT"', 'RUN_FINISHED"'],
+  agent: ['token"', 'done"'],
+}
 
 /**
  * @typedef {object} StreamOutcome
@@ -62,9 +72,12 @@ export function streamAgent () {
  * @param {StreamTarget} target
  * @param {http.Agent} agent
  * @param {number} [timeoutMs]
+ * @param {() => void} [onFirstToken] called when the first token arrives (the held-streams row waits for all of them)
  * @returns {Promise<StreamOutcome>}
  */
-export function openStream (target, agent, timeoutMs = 120_000) {
+export function openStream (target, agent, timeoutMs = 120_000, onFirstToken) {
+  const protocol = target.protocol
+  const typed = protocol === 'agui' || protocol === 'agent' ? TYPED_EVENTS[protocol] : undefined
   return new Promise((resolve) => {
     const start = performance.now()
     let settled = false
@@ -72,6 +85,10 @@ export function openStream (target, agent, timeoutMs = 120_000) {
     let tokens = 0
     let done = false
     let status = 0
+    const firstToken = () => {
+      ttft = performance.now() - start
+      onFirstToken?.()
+    }
     /** @param {string} [error] */
     const finish = (error) => {
       if (settled) return
@@ -109,10 +126,25 @@ export function openStream (target, agent, timeoutMs = 120_000) {
         while ((end = pending.indexOf('\n\n', from)) !== -1) {
           // A resumable stream's message starts with its `id:` line.
           const at = pending.startsWith('id: ', from) ? pending.indexOf('\n', from) + 1 : from
-          if (pending.startsWith('data: ', at)) {
+          if (protocol === 'anthropic') {
+            if (pending.startsWith('event: content_block_delta', at)) {
+              if (tokens++ === 0) firstToken()
+            } else if (pending.startsWith('event: message_stop', at)) done = true
+          } else if (typed !== undefined) {
+            const type = pending.indexOf('"type":"', at)
+            if (type !== -1 && type < end) {
+              if (pending.startsWith(typed[0], type + 8)) {
+                if (tokens++ === 0) firstToken()
+              } else if (pending.startsWith(typed[1], type + 8)) done = true
+            }
+          } else if (protocol === 'openai' && pending.startsWith('data: {', at)) {
+            const delta = pending.indexOf('"content":"', at)
+            // A chunk with text: its content is a non-empty string (role and finish chunks have none or "").
+            if (delta !== -1 && delta < end && pending[delta + 11] !== '"' && tokens++ === 0) firstToken()
+          } else if (pending.startsWith('data: ', at)) {
             if (pending.startsWith('data: [DONE]', at)) done = true
             else if (pending.startsWith('data: [ERROR]', at)) done = false
-            else if (tokens++ === 0) ttft = performance.now() - start
+            else if (tokens++ === 0) firstToken()
           }
           from = end + 2
         }

@@ -23,4 +23,4 @@ export type AgentEvent =
    * A continuation resumes its paused turn (the run's first event then): the answered calls in the model's order.
    * The UI message stream sends their outputs (or denials) first; the other formats send nothing for it.
    */
-  | { type: 'resumed', answered: ReadonlyArray<{ toolCallId: string, approved: boolean }> }
+  | { type: 'resumed', answered: ReadonlyArray<{ toolCallId: string, approved: boolean, reason?: string | undefined }> }

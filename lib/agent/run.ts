@@ -1,5 +1,5 @@
 // The agent loop in steps: call the model, run the tools it asks for, until it answers or a call must wait.
-import { AgentError } from '../domain/errors.js'
+import { AgentError, IterationLimitError } from '../domain/errors.js'
 import { throwIfAborted } from '../llm/abort.js'
 import { cutCallUsage } from '../llm/tokens.js'
 import type { LLMProvider, ModelRequest, ModelResponse } from '../llm/types.js'
@@ -67,7 +67,8 @@ export function truncateChars (text: string, max: number): string {
 async function callModel (state: RunState, ports: RunPorts, options: RunOptions): Promise<ModelResponse> {
   const { settings } = state
   const usage = new UsageTally(state.usage)
-  const tools = settings.clientTools ?? (settings.tools.length > 0 ? ports.tools.specs(settings.tools) : undefined)
+  const server = settings.tools.length > 0 ? ports.tools.specs(settings.tools) : []
+  const tools = settings.clientTools ?? (settings.frontendTools === undefined ? server : [...server, ...settings.frontendTools])
   const messages = state.turns
   let reported: Usage | undefined
   let writtenChars = 0
@@ -115,6 +116,7 @@ async function callModel (state: RunState, ports: RunPorts, options: RunOptions)
 /** Who acts on a call the model made. */
 function kindOf (state: RunState, ports: RunPorts, name: string): PendingKind {
   if (state.settings.clientTools !== undefined) return 'client'
+  if (state.settings.frontendTools?.some((tool) => tool.name === name) === true) return 'client'
   return ports.needsApproval?.(name) === true && state.settings.tools.includes(name) ? 'approval' : 'run'
 }
 
@@ -228,7 +230,7 @@ export async function * drive (state: RunState, ports: RunPorts, options: RunOpt
     const status = yield * step(state, ports, options)
     if (status !== 'running') return state
   }
-  throw new AgentError(`Agent stopped after ${state.settings.maxIterations} model calls without a final answer (MAX_ITERATIONS)`)
+  throw new IterationLimitError(`Agent stopped after ${state.settings.maxIterations} model calls without a final answer (MAX_ITERATIONS)`)
 }
 
 /** A person's answer to one gated call. */
@@ -248,17 +250,25 @@ export async function * resume (
   state: RunState, ports: RunPorts, options: RunOptions, decisions: ReadonlyMap<string, ApprovalDecision>
 ): AsyncGenerator<AgentEvent, RunState> {
   throwIfAborted(options.signal)
-  const answered: Array<{ toolCallId: string, approved: boolean }> = []
+  const answered: Array<{ toolCallId: string, approved: boolean, reason?: string | undefined }> = []
   for (const call of state.pending) {
+    // The client's own calls of the turn (frontend tools) wait for the client still.
+    if (call.kind === 'client') continue
     const decision = decisions.get(call.id)
     if (call.kind !== 'approval' || decision === undefined) throw new AgentError(`No answer for the waiting call ${call.id}`)
-    answered.push({ toolCallId: call.id, approved: decision.approved })
+    answered.push({ toolCallId: call.id, approved: decision.approved, reason: decision.reason })
     if (decision.approved) call.kind = 'run'
     else state.results.push(resultBlock(call, { content: denialText(decision.reason), isError: true }))
   }
   yield { type: 'resumed', answered }
-  state.pending = state.pending.filter((call) => call.kind === 'run')
+  // Approved calls run now; the client's own calls of the turn stay pending.
+  state.pending = state.pending.filter((call) => call.kind !== 'approval')
   yield * runPendingCalls(state, ports, options)
+  if (state.pending.length > 0) {
+    // Frontend calls of the turn: the run ends here, they wait for the client's results.
+    state.status = 'tool_calls_pending'
+    return state
+  }
   closeTurn(state)
   return yield * drive(state, ports, options)
 }

@@ -194,6 +194,7 @@ export function createAgentService (ports: AgentPorts) {
       // Tools are checked against the registry as it is now (MCP tools come and go): unknown names are a 422.
       tools: spec.clientTools !== undefined ? [] : offered(toolNames(spec.tools)),
       ...(spec.clientTools === undefined ? {} : { clientTools: spec.clientTools }),
+      ...(spec.frontendTools === undefined || spec.frontendTools.length === 0 ? {} : { frontendTools: spec.frontendTools }),
       ...(spec.toolChoice === undefined ? {} : { toolChoice: spec.toolChoice }),
       // Gateway mode makes one model call: its tool calls go back to the client.
       maxIterations: spec.clientTools === undefined ? settings.maxIterations : 1,
@@ -310,7 +311,7 @@ export function createAgentService (ports: AgentPorts) {
       })
       const paused = run.state.status === 'tool_calls_pending'
       await finish(context, run, paused ? 'paused' : 'final')
-      const ending = { usage: usage.report(), finishReason: run.state.lastStopReason }
+      const ending = { usage: usage.report(), byModel: usage.byModel(), finishReason: run.state.lastStopReason }
       const issued = new Map((run.approvals ?? []).map((approval) => [approval.callId, approvalView(approval)]))
       await sink.end(paused && format.paused !== undefined ? format.paused({ ...ending, pending: run.state.pending, approvals: issued }) : format.done(ending))
     } catch (error) {
@@ -322,12 +323,12 @@ export function createAgentService (ports: AgentPorts) {
           context.log.info('stream ended: client disconnected')
         } else {
           context.log.info({ reason: message }, 'resumable stream stopped')
-          await sink.end(format.error(message, usage.report()))
+          await sink.end(format.error(message, usage.report(), { cause: error, byModel: usage.byModel() }))
         }
       } else {
         const expected = error instanceof LLMServiceError || error instanceof AgentError || error instanceof HttpError || error instanceof RefusalError
         context.log[expected ? 'warn' : 'error']({ err: error }, 'stream failed')
-        await sink.end(format.error(publicErrorText(error), usage.report()))
+        await sink.end(format.error(publicErrorText(error), usage.report(), { cause: error, byModel: usage.byModel() }))
       }
     } finally {
       sink.close()

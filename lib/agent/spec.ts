@@ -31,6 +31,11 @@ export interface RunSpec {
    * one model call, whose tool calls end the run `tool_calls_pending` for the client.
    */
   clientTools?: ToolSpec[] | undefined
+  /**
+   * Frontend tools (AG-UI): offered beside the server tools (`tools`); a turn that calls one ends the run with
+   * those calls pending for the client, after the turn's server calls ran.
+   */
+  frontendTools?: ToolSpec[] | undefined
   /** The end user the client names (OpenAI's `user`): written to the conversation log only. */
   user?: string | undefined
   /** How the model may use the offered tools; default the provider's (auto). */

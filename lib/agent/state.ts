@@ -21,6 +21,11 @@ export interface RunSettings {
   tools: string[]
   /** Client tools (gateway mode): offered to the model, never run here; their calls go back to the client. */
   clientTools?: ToolSpec[] | undefined
+  /**
+   * Frontend tools (AG-UI): offered beside the server tools, never run here; a turn that calls one stops the run
+   * with those calls pending for the client (after the turn's server calls ran).
+   */
+  frontendTools?: ToolSpec[] | undefined
   /** Tool choice passed to the provider (gateway mode). */
   toolChoice?: ToolChoice | undefined
   /** Model calls one request may make (MAX_ITERATIONS). */
@@ -32,7 +37,7 @@ export interface RunSettings {
 /** How the model may use the tools it is offered. */
 export type ToolChoice = { type: 'auto' } | { type: 'any' } | { type: 'none' } | { type: 'tool', name: string }
 
-/** Who acts on a pending call: the run itself, a person (approval), or the client (gateway mode). */
+/** Who acts on a pending call: the run itself, a person (approval), or the client (gateway mode, frontend tools). */
 export type PendingKind = 'run' | 'approval' | 'client'
 
 /** A tool call of the last model turn that has no result yet. */

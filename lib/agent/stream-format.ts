@@ -1,11 +1,13 @@
 // The port a run's stream is written through: each wire dialect's stream format implements it (lib/dialects/).
 import type { AgentEvent } from './events.js'
-import type { UsageReport } from '../domain/types.js'
+import type { UsageReport, UsageSummary } from '../domain/types.js'
 import type { PendingCall } from './state.js'
 
 /** How a run's stream ended well: its usage, the provider's last stop reason, and the calls that wait (paused). */
 export interface StreamEnding {
   usage: UsageReport
+  /** The run's usage by the model that answered (as clients name it); absent: not known. */
+  byModel?: ReadonlyMap<string, UsageSummary> | undefined
   /** The provider's stop reason of the last model call (`end_turn`, `max_tokens`, `stop`, `length`, ...). */
   finishReason: string | null
 }
@@ -15,6 +17,13 @@ export interface PausedEnding extends StreamEnding {
   pending: readonly PendingCall[]
   /** What each dialect shows of a pending approval (its id, tool, args, expiry), by call id. */
   approvals?: ReadonlyMap<string, unknown>
+}
+
+/** What a format may read of a failure besides its client-safe text: the error itself and the usage by model. */
+export interface StreamFailure {
+  /** The error the run ended with (a ShutdownError when shutdown's grace cut the stream); absent: not known. */
+  cause?: unknown
+  byModel?: ReadonlyMap<string, UsageSummary> | undefined
 }
 
 /**
@@ -45,10 +54,15 @@ export interface StreamFormat {
   /** The payloads that end a paused run (tool calls wait); default: as `done`. */
   paused? (ending: PausedEnding): string[]
   /** The payloads that end a failed or cut run, `message` being the error text a client may see. */
-  error (message: string, usage: UsageReport): string[]
+  error (message: string, usage: UsageReport, failure?: StreamFailure): string[]
   /**
    * The one payload that ends a stream on its own, written by the stream log when a run cannot end it
    * (cancelled or interrupted with its producer gone). Pure: a stateful format's state is not touched.
    */
   terminalError (message: string): string
+  /**
+   * Whether a continuation's stream opens at once, before its approved calls run (README "Tool approval"); default:
+   * once its first model call is admitted, as a fresh run's.
+   */
+  readonly continuationOpensAtOnce?: boolean
 }

@@ -26,6 +26,14 @@ const FIELDS = ['label', 'sha256', 'key_env', 'tokens_per_minute', 'usd_per_day'
 
 const fail = (message: string): never => { throw new ConfigError(`Invalid configuration: ${message}`) }
 
+/** A value as the file wrote it: JSON would print Infinity (`1e400`, `.inf`) and NaN (`.nan`) as `null`. */
+const shown = (value: unknown): string => typeof value === 'number' && !Number.isFinite(value) ? String(value) : JSON.stringify(value) ?? String(value)
+
+/** The problem of a budget number: non-finite numbers are named as such, not as the `null` they would print as. */
+const budgetProblem = (where: string, field: string, rule: string, value: unknown): never => fail(typeof value === 'number' && !Number.isFinite(value)
+  ? `${where}: ${field} must be a finite number, ${rule} (got ${shown(value)})`
+  : `${where}: ${field} must be ${rule} (got ${shown(value)})`)
+
 export const sha256Digest = (key: string): Buffer => createHash('sha256').update(key, 'utf8').digest()
 
 /** The label of a key listed only in API_KEYS: `key-` and the first 8 hex digits of its SHA-256. */
@@ -90,7 +98,7 @@ export function loadApiKeysFile (path: string, vars: Record<string, string | und
     const tokens = entry['tokens_per_minute']
     if (tokens !== undefined) {
       if (tokens !== null && (typeof tokens !== 'number' || !Number.isSafeInteger(tokens) || tokens < 0)) {
-        fail(`${where}: tokens_per_minute must be an integer >= 0 or null (got ${JSON.stringify(tokens)})`)
+        budgetProblem(where, 'tokens_per_minute', 'an integer >= 0 or null', tokens)
       }
       budgets.tokens_per_minute = tokens as number | null
     }
@@ -98,7 +106,7 @@ export function loadApiKeysFile (path: string, vars: Record<string, string | und
       const value = entry[field]
       if (value === undefined) continue
       if (value !== null && (typeof value !== 'number' || !Number.isFinite(value) || value < 0)) {
-        fail(`${where}: ${field} must be a number >= 0 or null (got ${JSON.stringify(value)})`)
+        budgetProblem(where, field, 'a number >= 0 or null', value)
       }
       budgets[field] = value as number | null
     }

@@ -18,6 +18,14 @@ export class AgentError extends Error {
   override name = 'AgentError'
 }
 
+/** The run reached MAX_ITERATIONS model calls without a final answer (an AgentError to every layout but AG-UI's code). */
+export class IterationLimitError extends AgentError {}
+
+/** The server is shutting down: what a stream that shutdown's grace cut ends with (AG-UI's code `shutdown`). */
+export class ShutdownError extends Error {
+  override name = 'ShutdownError'
+}
+
 /** A plain HTTP error answered `{detail}` (401, 404, 429, 503, ...). */
 export class HttpError extends Error {
   override name = 'HttpError'

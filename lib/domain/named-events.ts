@@ -24,5 +24,8 @@ export function parseNamedEvent (payload: string): { name: string, data: string 
   if (!payload.startsWith(NAMED_EVENT_PREFIX)) return undefined
   const newline = payload.indexOf('\n', NAMED_EVENT_PREFIX.length)
   if (newline === -1) return undefined
-  return { name: payload.slice(NAMED_EVENT_PREFIX.length, newline), data: payload.slice(newline + 1) }
+  const name = payload.slice(NAMED_EVENT_PREFIX.length, newline)
+  // A name that namedEvent would refuse (a CR in it would end the `event:` line early) never came from it: plain data.
+  if (!EVENT_NAME.test(name)) return undefined
+  return { name, data: payload.slice(newline + 1) }
 }

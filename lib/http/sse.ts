@@ -21,7 +21,7 @@ export interface SseStreamOptions {
   /** Registry the stream joins while open, so shutdown can end it ({@link SseRegistry.closeAll}). */
   registry?: SseRegistry
   /** Turns an error text into this route's error payload(s) (e.g. `m => '[ERROR] ' + m`); used on shutdown. */
-  formatError?: (message: string) => Payloads
+  formatError?: (message: string, cause?: unknown) => Payloads
   /**
    * A client that reads nothing this many milliseconds while its buffer is full is disconnected (the
    * signal aborts as for a disconnect); 0 or less disables it. Default: the registry's `stallMs`, else 0.
@@ -55,8 +55,8 @@ export interface SseWriter {
    * aborts `signal` with `reason`, ends the response. Idempotent.
    */
   close (finalPayload?: Payloads, reason?: unknown): void
-  /** This route's error payload(s) for `message`, or undefined when the route gave no `formatError`. */
-  formatError (message: string): Payloads | undefined
+  /** This route's error payload(s) for `message` (`cause`: the error behind it), or undefined when the route gave no `formatError`. */
+  formatError (message: string, cause?: unknown): Payloads | undefined
 }
 
 /** The set of open streams, for graceful shutdown. */
@@ -136,7 +136,7 @@ class SseStream implements SseWriter {
   readonly #res: ServerResponse
   readonly #controller = new AbortController()
   readonly #registry: SseRegistry | undefined
-  readonly #formatError: ((message: string) => Payloads) | undefined
+  readonly #formatError: ((message: string, cause?: unknown) => Payloads) | undefined
   readonly #heartbeatMs: number
   readonly #stallMs: number
   #timer: NodeJS.Timeout | undefined
@@ -214,8 +214,8 @@ class SseStream implements SseWriter {
     this.end()
   }
 
-  formatError (message: string): Payloads | undefined {
-    return this.#formatError?.(message)
+  formatError (message: string, cause?: unknown): Payloads | undefined {
+    return this.#formatError?.(message, cause)
   }
 
   readonly #onTick = (): void => {

@@ -41,7 +41,7 @@ for i = 3, #KEYS do
 end
 return run`)
 
-const FAMILIES: readonly string[] = ['agent', 'session', 'ui']
+const FAMILIES: readonly string[] = ['agent', 'session', 'ui', 'agui']
 const STATUSES: readonly string[] = ['pending', 'answered', 'superseded']
 
 function parseRun (json: unknown): PausedRun | null {

@@ -8,6 +8,8 @@ export interface StoredResponse {
   response: Record<string, unknown>
   /** The chain's turns up to and including this response's output (the model's terms). */
   turns: ChatTurn[]
+  /** This request's own input items with their ids, as `input_items` lists them and `item_reference` finds them. */
+  input_items?: Array<Record<string, unknown>>
 }
 
 /**

@@ -4,7 +4,7 @@
 export type PausedState = Record<string, unknown> | object
 
 /** The route family an approval was issued on; each answers only its own. */
-export type ApprovalFamily = 'agent' | 'session' | 'ui'
+export type ApprovalFamily = 'agent' | 'session' | 'ui' | 'agui'
 
 /** One gated call waiting for a person: what clients see of it, plus the call it stands for. */
 export interface ApprovalRecord {
@@ -23,7 +23,7 @@ export interface PausedRun {
   /** Unique per pause. */
   runId: string
   family: ApprovalFamily
-  /** The session id (`session`), the UI chat id (`ui`), or '' (`agent`: no scope). */
+  /** The session id (`session`), the UI chat id (`ui`), the AG-UI thread id (`agui`), or '' (`agent`: no scope). */
   scope: string
   /** The run's state as JSON (the agent's RunState; the store does not read it). */
   state: PausedState

@@ -102,7 +102,8 @@ export function createToolRegistry (kb: KnowledgeBase, options: ToolRegistryOpti
     async run (name: string, input: unknown, runOptions: ToolRunOptions = {}): Promise<ToolResult> {
       try {
         const result = await runTool(name, input, runOptions)
-        return { content: cutToolResult(result.content, maxResultChars), isError: result.isError }
+        // The source's errorType (a JSON-RPC code, `timeout`, `cancelled`) goes on to the tool span.
+        return { content: cutToolResult(result.content, maxResultChars), isError: result.isError, ...(result.errorType === undefined ? {} : { errorType: result.errorType }) }
       } catch (error) {
         return { content: `Tool ${String(name)} failed: ${error instanceof Error ? error.message : String(error)}`, isError: true }
       }

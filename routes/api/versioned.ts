@@ -8,6 +8,7 @@ import v1Agent from './v1/agent.js'
 import v1Models from './v1/models.js'
 import v1Tools from './v1/tools.js'
 import v1UiChat from './v1/ui-chat.js'
+import v1Agui from './v1/agui.js'
 import v1Usage from './v1/usage.js'
 import v2Chat from './v2/multimodal-chat.js'
 import streamRoutes from '../streams.js'
@@ -22,6 +23,7 @@ const versionedLayout: FastifyPluginAsync<LayoutOptions> = async (app, { extraRo
     await v1.register(v1Tools)
     await v1.register(streamRoutes, { layout: 'versioned' })
     await v1.register(v1UiChat)
+    await v1.register(v1Agui)
     await v1.register(v1Usage)
   }, { prefix: '/api/v1' })
   await app.register(v2Chat, { prefix: '/api/v2' })

@@ -4,12 +4,19 @@ import { Type } from 'typebox'
 import { sessionStoreDown } from '../../lib/domain/errors.js'
 import { OpenAIError, invalidRequest } from '../../lib/dialects/openai/errors.js'
 import { finishedStatus, outputItems, planResponse, responseBuilder, responsesEvents } from '../../lib/dialects/openai/responses.js'
+import { listPage, resolveInputItems, responseIdOfItem, storedInputItems, type Item } from '../../lib/dialects/openai/input-items.js'
 import {
-  DeletedResponse, OPENAI_BODY_LIMIT, OpenAIErrorSchema, OpenAISseResponse, ResponseObjectSchema, ResponsesRequestSchema, openAIErrorResponses,
+  DeletedResponse, InputItemList, InputItemsQuery, OPENAI_BODY_LIMIT, OpenAIErrorSchema, OpenAISseResponse, ResponseObjectSchema,
+  ResponsesRequestSchema, openAIErrorResponses,
 } from '../../lib/dialects/openai/schemas.js'
 import type { StoredResponse } from '../../lib/stores/responses.js'
 
 const notFound = (id: string) => new OpenAIError(404, `No response found with id '${id}'.`)
+
+/** Links of a `previous_response_id` chain read at most (a chain is as long as its client made it; this bounds a read). */
+const MAX_CHAIN_LINKS = 1000
+
+const itemsOf = (value: unknown): Item[] => Array.isArray(value) ? value as Item[] : []
 
 const responsesRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const listed = new Set(app.config.models)
@@ -17,6 +24,29 @@ const responsesRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const sourceOf = (name: string) => app.tools.sourceOf(name)
   const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 256 }) })
   const readErrors = { 401: OpenAIErrorSchema, 404: OpenAIErrorSchema, 429: OpenAIErrorSchema, 503: OpenAIErrorSchema }
+
+  /** A stored item (input or output) of a response of `owner`, by the id that names its response; null when unknown. */
+  const findItem = async (owner: string, itemId: string): Promise<Item | null> => {
+    const responseId = responseIdOfItem(itemId)
+    if (responseId === undefined) return null
+    const entry = await store().get(owner, responseId).catch(sessionStoreDown)
+    if (entry === null) return null
+    return [...itemsOf(entry.response['output']), ...itemsOf(entry.input_items)].find((item) => item['id'] === itemId) ?? null
+  }
+
+  /** The input items of a stored response: the chain's items before its output (each link's input and output), oldest first. */
+  const chainInput = async (owner: string, entry: StoredResponse): Promise<Item[]> => {
+    const links: Item[][] = [itemsOf(entry.input_items)]
+    let previous = entry.response['previous_response_id']
+    for (let hops = 0; typeof previous === 'string' && hops < MAX_CHAIN_LINKS; hops++) {
+      // A link deleted or expired ends the chain there: its items are gone for the responses that followed it.
+      const link = await store().get(owner, previous).catch(sessionStoreDown)
+      if (link === null) break
+      links.unshift([...itemsOf(link.input_items), ...itemsOf(link.response['output'])])
+      previous = link.response['previous_response_id']
+    }
+    return links.flat()
+  }
 
   /** Keeps a response under its owner; a store failure is logged (the answer is out or on its way). */
   const keep = async (owner: string, id: string, entry: StoredResponse, log: { error: (o: object, m: string) => void }) => {
@@ -38,9 +68,12 @@ const responsesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
   }, async (request, reply) => {
-    const body = request.body
-    if (!listed.has(body.model)) throw new OpenAIError(404, `The model '${body.model}' does not exist`, 'model', 'model_not_found')
     const owner = request.identity
+    // Items a client sends back: references read from the store, mcp_call items completed from it.
+    const body = Array.isArray(request.body.input)
+      ? { ...request.body, input: await resolveInputItems(request.body.input, async (id) => await findItem(owner, id)) }
+      : request.body
+    if (!listed.has(body.model)) throw new OpenAIError(404, `The model '${body.model}' does not exist`, 'model', 'model_not_found')
     let history: StoredResponse['turns'] = []
     if (body.previous_response_id !== undefined && body.previous_response_id !== null) {
       const previous = await store().get(owner, body.previous_response_id).catch(sessionStoreDown)
@@ -51,13 +84,14 @@ const responsesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     }
     const plan = planResponse(body, history, { temperature: app.config.MODEL_TEMPERATURE })
     const builder = responseBuilder(plan.echo)
+    const inputItems = storedInputItems(body.input, builder.itemId)
     if (plan.stream) {
       const events = responsesEvents({ model: body.model, builder, sourceOf })
       await app.agent.stream(request, reply, plan.spec, events.format, {
         // Stored before the last event, so a client that continues the moment it reads it finds the response.
         beforeEnd: async (state) => {
           const response = events.final()
-          if (plan.store && response !== undefined) await keep(owner, builder.id, { response, turns: state.turns }, request.log)
+          if (plan.store && response !== undefined) await keep(owner, builder.id, { response, turns: state.turns, input_items: inputItems }, request.log)
         },
       })
       return reply
@@ -66,10 +100,10 @@ const responsesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const response = builder.build({
       status: finishedStatus(result.state.lastStopReason),
       model: result.model,
-      output: outputItems(result.state, sourceOf),
+      output: outputItems(result.state, sourceOf, builder.itemId),
       usage: result.usage,
     })
-    if (plan.store) await keep(owner, builder.id, { response, turns: result.state.turns }, request.log)
+    if (plan.store) await keep(owner, builder.id, { response, turns: result.state.turns, input_items: inputItems }, request.log)
     return response
   })
 
@@ -85,6 +119,23 @@ const responsesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const entry = await store().get(request.identity, request.params.id).catch(sessionStoreDown)
     if (entry === null) throw notFound(request.params.id)
     return entry.response
+  })
+
+  app.get('/responses/:id/input_items', {
+    schema: {
+      tags: ['openai'],
+      summary: 'The input items of a stored response of the caller',
+      description: 'The chain\'s items before the response\'s output (`previous_response_id`\'s included), newest first by default; ' +
+        '`order` (`asc`|`desc`), `after` (an item id), `limit` (1 to 100, default 20) page them as OpenAI does.',
+      operationId: 'listV1ResponseInputItems',
+      params: IdParams,
+      querystring: InputItemsQuery,
+      response: { 200: InputItemList, 400: OpenAIErrorSchema, ...readErrors },
+    },
+  }, async (request) => {
+    const entry = await store().get(request.identity, request.params.id).catch(sessionStoreDown)
+    if (entry === null) throw notFound(request.params.id)
+    return listPage(await chainInput(request.identity, entry), request.query)
   })
 
   app.delete('/responses/:id', {

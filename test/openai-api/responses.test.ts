@@ -162,7 +162,8 @@ test('responses validation: non-function tools, background, http images, unknown
     [{ model: MODEL, input: [] }, 'input'],
     [{ input: 'x' }, 'model'],
     [{ model: MODEL, input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'http://x/y.png' }] }] }, 'input[0].content[0].image_url'],
-    [{ model: MODEL, input: [{ type: 'reasoning', summary: [] }] }, 'input[0].type'],
+    // reasoning items are ignored (DECISIONS 17 of 2026-11-28); other unknown item types stay a 400
+    [{ model: MODEL, input: [{ type: 'web_search_call', id: 'ws_1' }] }, 'input[0].type'],
     [{ model: MODEL, input: [{ type: 'function_call_output', call_id: 'nope', output: 'x' }] }, 'input[0].call_id'],
   ]
   for (const [body, param] of cases) {

@@ -2,8 +2,10 @@
 import type { ChatTurn, ContentBlock, ImageBlock, TextBlock, ToolSpec } from '../../domain/types.js'
 import type { ToolChoice } from '../../agent/state.js'
 import { parseImage } from '../../input/images.js'
+import { nestsDeeperThan } from '../../input/json-depth.js'
 import { MAX_IMAGE_BYTES, MAX_IMAGES } from '../../../schemas/chat.js'
 import { invalidRequest } from './errors.js'
+import { MAX_JSON_DEPTH, tooDeep } from './body-budget.js'
 
 /** Client tool names the providers accept. */
 const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/
@@ -116,6 +118,7 @@ export function lastToolUseIds (turns: readonly ChatTurn[]): Set<string> {
 /** An arguments JSON text as a tool input object. */
 export function parseArguments (text: unknown, param: string): Record<string, unknown> {
   if (typeof text !== 'string') throw invalidRequest('Function arguments must be a JSON text.', param)
+  if (nestsDeeperThan(text, MAX_JSON_DEPTH)) throw tooDeep(param)
   try {
     const value: unknown = text.trim() === '' ? {} : JSON.parse(text)
     if (typeof value === 'object' && value !== null && !Array.isArray(value)) return value as Record<string, unknown>

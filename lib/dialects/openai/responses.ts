@@ -11,8 +11,8 @@ import {
 } from './content.js'
 import { invalidRequest } from './errors.js'
 import { argumentsText, cachedTokens, clientCalls, openAIId, stoppedAtLimit, unixSeconds } from './run-output.js'
-
-type Item = Record<string, unknown>
+import { freshCallId, itemIdsOf, type Item } from './input-items.js'
+import { mcpToolName } from '../../tools/mcp/mapping.js'
 
 /** What a Responses request asks for, in the runner's terms, and what its response object echoes. */
 export interface ResponsesPlan {
@@ -74,11 +74,51 @@ function inputTurns (input: ResponsesRequest['input'], history: readonly ChatTur
       const output = item['output']
       const text = typeof output === 'string' ? output : textOnly(output, `${param}.output`, ['input_text', 'output_text'])
       pushTurn(turns, 'user', [{ type: 'tool_result', tool_use_id: callId, content: text }])
+    } else if (type === 'mcp_call') {
+      pushServerToolRun(turns, item, param)
+    } else if (type === 'reasoning') {
+      // Another model's reasoning, replayed by a client: nothing the model here can read.
     } else {
       throw invalidRequest(`Unsupported input item type ${JSON.stringify(type)}.`, `${param}.type`)
     }
   }
   return turns
+}
+
+/** A tool call id the providers accept as is. */
+const CALL_ID = /^[A-Za-z0-9_-]{1,128}$/
+
+/**
+ * An `mcp_call` item sent back (a server tool run that already happened): to the model, that tool call followed by its
+ * result (`output`, or `error` as an error result, else empty). It is never run again and needs no such tool now.
+ */
+function pushServerToolRun (turns: ChatTurn[], item: Item, param: string): void {
+  const name = item['name']
+  if (typeof name !== 'string' || name === '') throw invalidRequest('An mcp_call needs a name.', `${param}.name`)
+  const label = item['server_label'] ?? 'builtin'
+  if (typeof label !== 'string') throw invalidRequest('An mcp_call\'s server_label must be a string.', `${param}.server_label`)
+  const input = parseArguments(item['arguments'] ?? '', `${param}.arguments`)
+  const [output, error] = [item['output'] ?? null, item['error'] ?? null]
+  if (output !== null && typeof output !== 'string') throw invalidRequest('An mcp_call\'s output must be a string or null.', `${param}.output`)
+  if (error !== null && typeof error !== 'string') throw invalidRequest('An mcp_call\'s error must be a string or null.', `${param}.error`)
+  const id = typeof item['id'] === 'string' && CALL_ID.test(item['id']) ? item['id'] : freshCallId()
+  const toolName = label === 'builtin' ? name : mcpToolName(label, name)
+  pushTurn(turns, 'assistant', [{ type: 'tool_use', id, name: toolName, input }])
+  const result: ContentBlock = error === null
+    ? { type: 'tool_result', tool_use_id: id, content: output ?? '' }
+    : { type: 'tool_result', tool_use_id: id, content: error, is_error: true }
+  pushTurn(turns, 'user', [result])
+}
+
+/**
+ * `text.format` other than plain text is structured output (README "Structured outputs"); until that is built it is a
+ * 400, as Chat Completions refuses `response_format`, never silently ignored. One place, so structured outputs can
+ * replace it.
+ */
+export function checkTextFormat (text: unknown): void {
+  const format = field(text, 'format')
+  if (format === undefined || format === null) return
+  if (field(format, 'type') !== 'text') throw invalidRequest("Invalid value for 'text.format': only {\"type\": \"text\"} is supported.", 'text.format')
 }
 
 /** Checks a request and plans its run over `history` (the previous response's conversation, or none). */
@@ -89,6 +129,7 @@ export function planResponse (body: ResponsesRequest, history: readonly ChatTurn
   if (Array.isArray(body.input) ? body.input.length === 0 : body.input === '') {
     throw invalidRequest("Invalid 'input': an empty input. Expected a string or at least one item.", 'input')
   }
+  checkTextFormat(body.text)
   const tools = clientTools(body.tools)
   const system: string[] = body.instructions ? [body.instructions] : []
   const turns = inputTurns(body.input, history, system)
@@ -156,12 +197,12 @@ const messageItem = (id: string, text: string, status = 'completed'): Item => ({
   type: 'message', id, status, role: 'assistant', content: [{ type: 'output_text', text, annotations: [] }],
 })
 
-const functionCallItem = (call: PendingCall, status = 'completed'): Item => ({
-  type: 'function_call', id: openAIId('fc_'), call_id: call.id, name: call.name, arguments: argumentsText(call.input), status,
+const functionCallItem = (id: string, call: PendingCall, status = 'completed'): Item => ({
+  type: 'function_call', id, call_id: call.id, name: call.name, arguments: argumentsText(call.input), status,
 })
 
 /** The output items of a finished run: a message per model call that wrote text, its tool runs (mcp_call) or client calls (function_call). */
-export function outputItems (state: RunState, sourceOf: ToolSourceOf): Item[] {
+export function outputItems (state: RunState, sourceOf: ToolSourceOf, nextId: (prefix: string) => string = openAIId): Item[] {
   const items: Item[] = []
   const added = state.turns.slice(state.inputLength)
   const results = new Map<string, { content: string, is_error?: boolean }>()
@@ -175,17 +216,17 @@ export function outputItems (state: RunState, sourceOf: ToolSourceOf): Item[] {
     if (turn.role !== 'assistant') continue
     const blocks = typeof turn.content === 'string' ? [{ type: 'text' as const, text: turn.content }] : turn.content
     const text = blocks.map((block) => block.type === 'text' ? block.text : '').join('')
-    if (text !== '') items.push(messageItem(openAIId('msg_'), text))
+    if (text !== '') items.push(messageItem(nextId('msg_'), text))
     for (const block of blocks) {
       if (block.type !== 'tool_use') continue
       if (pending.has(block.id)) {
-        items.push(functionCallItem({ id: block.id, name: block.name, input: block.input, kind: 'client' }))
+        items.push(functionCallItem(nextId('fc_'), { id: block.id, name: block.name, input: block.input, kind: 'client' }))
         continue
       }
       const result = results.get(block.id)
       items.push({
         type: 'mcp_call',
-        id: openAIId('mcp_'),
+        id: nextId('mcp_'),
         ...mcpIdentity(block.name, sourceOf),
         arguments: argumentsText(block.input),
         output: result === undefined || result.is_error === true ? null : result.content,
@@ -206,12 +247,14 @@ export interface ResponseEnding {
   error?: { code: string, message: string } | null
 }
 
-/** Builds the response objects of one request (the id and creation time fixed). */
+/** Builds the response objects of one request (the id and creation time fixed), and the ids of its items. */
 export function responseBuilder (echo: Record<string, unknown>) {
   const id = openAIId('resp_')
   const createdAt = unixSeconds()
   return {
     id,
+    /** A new item id of this response (its input's and output's): the id names the response (input-items.ts). */
+    itemId: itemIdsOf(id),
     build: (ending: ResponseEnding): Record<string, unknown> => ({
       id,
       object: 'response',
@@ -275,7 +318,7 @@ export function responsesEvents (options: { model: string, builder: ReturnType<t
         if (event.data === '') return null
         const payloads = opening()
         if (message === undefined) {
-          message = { index: output.length, id: openAIId('msg_'), text: '' }
+          message = { index: output.length, id: builder.itemId('msg_'), text: '' }
           output.push({ type: 'message', id: message.id, status: 'in_progress', role: 'assistant', content: [] })
           payloads.push(
             emit('response.output_item.added', { output_index: message.index, item: output[message.index] }),
@@ -294,7 +337,7 @@ export function responsesEvents (options: { model: string, builder: ReturnType<t
         const payloads = closeMessage(opening())
         const item: Item = {
           type: 'mcp_call',
-          id: openAIId('mcp_'),
+          id: builder.itemId('mcp_'),
           ...mcpIdentity(event.data.tool, sourceOf),
           arguments: argumentsText(event.data.args),
           output: null,
@@ -350,7 +393,7 @@ export function responsesEvents (options: { model: string, builder: ReturnType<t
       for (const call of pending) {
         if (call.kind !== 'client') continue
         const index = output.length
-        const item = functionCallItem(call)
+        const item = functionCallItem(builder.itemId('fc_'), call)
         output.push(item)
         const args = String(item['arguments'])
         payloads.push(

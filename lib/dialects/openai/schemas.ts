@@ -1,8 +1,12 @@
 // Request and answer schemas of /v1/* (README "OpenAI-compatible API"): validation of the shapes, the OpenAPI document; finer checks in the dialects.
 import { Type, type Static } from 'typebox'
+import { V2_BODY_LIMIT } from '../../../schemas/chat.js'
 
-/** Body limit of the /v1 routes that take images: 20 MB, as OpenAI's. */
-export const OPENAI_BODY_LIMIT = 20 * 1024 * 1024
+/**
+ * Fastify's cap of a /v1 body: the most images can buy. The real limit is counted as the body arrives
+ * (body-budget.ts: 1 MiB of JSON beyond image data, each image data: URL buying room as on /api/v2/chat).
+ */
+export const OPENAI_BODY_LIMIT = V2_BODY_LIMIT
 
 const Nullable = <T extends Parameters<typeof Type.Optional>[0]>(schema: T) => Type.Optional(Type.Union([schema, Type.Null()]))
 
@@ -54,7 +58,10 @@ export const ResponsesRequestSchema = Type.Object({
   input: Type.Union([
     Type.String(),
     Type.Array(Type.Record(Type.String(), Type.Unknown()), { maxItems: 4096 }),
-  ], { description: 'A string (one user message) or an array of items: messages, function_call, function_call_output' }),
+  ], {
+    description: 'A string (one user message) or an array of items: messages, function_call, function_call_output, ' +
+    'item_reference (a stored item of the caller), mcp_call (a server tool run sent back; never run again), reasoning (ignored)'
+  }),
   instructions: Nullable(Type.String({ description: 'System prompt of this request only' })),
   stream: Nullable(Type.Boolean()),
   previous_response_id: Nullable(Type.String({ maxLength: 256 })),
@@ -71,6 +78,7 @@ export const ResponsesRequestSchema = Type.Object({
   temperature: Nullable(Temperature),
   metadata: Nullable(Type.Record(Type.String(), Type.String())),
   user: Nullable(Type.String({ maxLength: 256 })),
+  text: Type.Optional(Type.Unknown({ description: 'Only `{format: {type: "text"}}` (structured outputs are not offered yet: 400)' })),
   background: Nullable(Type.Boolean()),
   conversation: Type.Optional(Type.Unknown()),
   prompt: Type.Optional(Type.Unknown()),
@@ -110,6 +118,20 @@ export const OpenAIModel = Type.Object({
 })
 
 export const OpenAIModelList = Type.Object({ object: Type.Literal('list'), data: Type.Array(OpenAIModel) })
+
+export const InputItemsQuery = Type.Object({
+  order: Type.Optional(Type.String({ maxLength: 8, description: '`asc` or `desc` (default: newest first)' })),
+  after: Type.Optional(Type.String({ maxLength: 512, description: 'An item id: the page starts after it' })),
+  limit: Type.Optional(Type.String({ maxLength: 8, description: 'Items per page, 1 to 100 (default 20)' })),
+})
+
+export const InputItemList = Type.Object({
+  object: Type.Literal('list'),
+  data: Type.Array(Type.Record(Type.String(), Type.Unknown())),
+  first_id: Type.Union([Type.String(), Type.Null()]),
+  last_id: Type.Union([Type.String(), Type.Null()]),
+  has_more: Type.Boolean(),
+}, { description: 'The input items of a stored response, in OpenAI\'s list shape' })
 
 export const DeletedResponse = Type.Object({ id: Type.String(), object: Type.Literal('response'), deleted: Type.Literal(true) })
 

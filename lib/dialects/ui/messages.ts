@@ -1,6 +1,7 @@
 // AI SDK UI messages to model turns (README "Chat UIs"): text, images, earlier tool calls with their results.
 import { parseImage } from '../../input/images.js'
 import type { ChatTurn, ContentBlock, ImageBlock, ToolResultBlock, ToolUseBlock } from '../../domain/types.js'
+import { jsonFieldIssue as boundedJsonIssue } from '../../input/json-bounds.js'
 import { RequestValidationError, type ValidationIssue } from '../../input/validation.js'
 
 /** The part fields this conversion reads (typed by the route's schema); anything else in a part is ignored. */
@@ -217,31 +218,9 @@ const MESSAGE_FIELDS = ['id', 'role', 'parts', 'metadata'] as const
 const PART_FIELDS = ['type', 'text', 'mediaType', 'url', 'filename', 'toolName', 'toolCallId', 'state', 'input', 'output', 'errorText', 'providerMetadata', 'approval'] as const
 const PART_JSON_FIELDS = ['input', 'output', 'providerMetadata', 'approval'] as const
 
-/** Levels of nesting of a JSON value (a scalar is 0), counted without recursion; stops once past `limit`. */
-function jsonDepth (value: unknown, limit: number): number {
-  let deepest = 0
-  const stack: Array<[unknown, number]> = [[value, 0]]
-  while (stack.length > 0) {
-    const [item, depth] = stack.pop() as [unknown, number]
-    if (typeof item !== 'object' || item === null) continue
-    const level = depth + 1
-    if (level > deepest) deepest = level
-    if (deepest > limit) return deepest
-    for (const child of Object.values(item)) stack.push([child, level])
-  }
-  return deepest
-}
-
 /** The issue of a free-form field over its bounds, else undefined. */
 function jsonFieldIssue (value: unknown, loc: Array<string | number>): ValidationIssue | undefined {
-  if (jsonDepth(value, MAX_UI_JSON_FIELD_DEPTH) > MAX_UI_JSON_FIELD_DEPTH) {
-    return { loc, msg: `Input should be at most ${MAX_UI_JSON_FIELD_DEPTH} levels deep`, type: 'too_deep' }
-  }
-  const bytes = Buffer.byteLength(JSON.stringify(value) ?? '')
-  if (bytes > MAX_UI_JSON_FIELD_BYTES) {
-    return { loc, msg: `Input should be at most ${MAX_UI_JSON_FIELD_BYTES} bytes of JSON`, type: 'too_long' }
-  }
-  return undefined
+  return boundedJsonIssue(value, loc, { maxBytes: MAX_UI_JSON_FIELD_BYTES, maxDepth: MAX_UI_JSON_FIELD_DEPTH })
 }
 
 /** A copy of `source` with only `fields` (those present). */

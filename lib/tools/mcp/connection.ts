@@ -57,6 +57,18 @@ const acceptAnyOutput: jsonSchemaValidator = {
 /** A read buffer the SDK's stdio transport uses (a private field: the SDK offers no option to replace it). */
 interface StdioReadBufferHolder { _readBuffer: unknown }
 
+/** Characters of a JSON-RPC error's message that reach the model. */
+const MAX_SERVER_MESSAGE_CHARS = 1000
+
+/**
+ * A JSON-RPC error answer's own message, cut to 1,000 characters. The SDK prefixes `MCP error <code>: `, and a server
+ * on the same SDK that threw an McpError already sent its message with that prefix: every one is dropped.
+ */
+function serverMessage (error: McpError): string {
+  const message = error.message.replace(/^(?:MCP error -?\d+: )+/, '').trim()
+  return message === '' ? 'no message' : message.slice(0, MAX_SERVER_MESSAGE_CHARS)
+}
+
 function errorText (error: unknown): string {
   return (error instanceof Error ? error.message : String(error)).replace(/\s+/g, ' ').trim().slice(0, 300)
 }
@@ -258,7 +270,7 @@ export class McpConnection {
     try {
       release = await this.#slots.acquire(signal)
     } catch {
-      return { content: `Tool ${listed} cancelled`, isError: true }
+      return { content: `Tool ${listed} cancelled`, isError: true, errorType: 'cancelled' }
     }
     try {
       return await this.#callNow(remote, listed, input as Record<string, unknown>, server, signal, meta)
@@ -294,8 +306,9 @@ export class McpConnection {
         if (error.code === MESSAGE_TOO_LARGE_CODE) {
           return { content: `${server} returned a result larger than ${MCP_MAX_MESSAGE_BYTES / 1024 / 1024} MB`, isError: true, errorType: String(error.code) }
         }
-        // A JSON-RPC error answer: traces name its code (`-32603`).
-        return { content: `${server} returned an error`, isError: true, errorType: String(error.code) }
+        // A JSON-RPC error answer is the server's own answer, like an isError text: the model reads its message (README
+        // "MCP tools"); traces name its code (`-32603`).
+        return { content: `${server} returned an error: ${serverMessage(error)}`, isError: true, errorType: String(error.code) }
       }
       // Not a protocol answer: the transport failed (a remote server gone); reconnect in the background.
       this.#lost(generation, errorText(error))

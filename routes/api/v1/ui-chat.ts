@@ -26,13 +26,18 @@ function tooDeep (path: JsonPath): Error {
   return new RequestValidationError([{ loc: ['body', ...named], msg: `Input should be at most ${MAX_UI_JSON_FIELD_DEPTH} levels deep`, type: 'too_deep' }])
 }
 
+/** A UI part that buys image room: a `file` part with an `image/` mediaType and a `data:` URL. */
+const isImageFilePart = (fields: Readonly<Record<string, string>>, head: string) =>
+  fields['type'] === 'file' && /^image\//i.test(fields['mediaType'] ?? '') && /^data:/i.test(head)
+
 const uiChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post('/ui/chat', {
     // Earlier images travel again with every turn: image file parts' data: URLs buy room as /api/v2/chat's images do;
     // everything else gets the normal limit, and a body over its budget (or nested too deeply) is cut as it arrives.
     bodyLimit: V2_BODY_LIMIT,
     preParsing: async (_request, _reply, payload) => payload.pipe(createJsonBodyBudget({
-      roomPath: ['messages', '*', 'parts', '*', 'url'],
+      // Only an image file part's data: URL buys room (its type and mediaType may come after the url: decided at the part's end).
+      room: [{ path: ['messages', '*', 'parts', '*', 'url'], when: isImageFilePart }],
       baseBytes: BODY_LIMIT_BYTES,
       bytesPerItem: V2_BYTES_PER_IMAGE,
       maxItems: MAX_IMAGES,
