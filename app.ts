@@ -18,6 +18,7 @@ import llmPlugin from './plugins/llm.js'
 import streamsPlugin from './plugins/streams.js'
 import resumablePlugin from './plugins/resumable.js'
 import agentPlugin from './plugins/agent.js'
+import durableRunsPlugin from './plugins/durable-runs.js'
 import type { LLMProvider } from './lib/llm/types.js'
 import metricsPlugin from './plugins/metrics.js'
 import runHooksPlugin from './plugins/run-hooks.js'
@@ -268,6 +269,7 @@ export async function buildApp (options: BuildAppOptions = {}) {
   await app.register(streamsPlugin)
   await app.register(resumablePlugin)
   await app.register(agentPlugin)
+  await app.register(durableRunsPlugin)
 
   app.setErrorHandler(createErrorHandler(unversionedErrors, config.DEBUG))
   app.setNotFoundHandler((_request, reply) => { reply.code(404).send({ detail: 'Not Found' }) })

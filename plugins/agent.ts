@@ -9,7 +9,8 @@ import { UsageTally } from '../lib/agent/usage.js'
 import { heldSink, sseSink, streamLogSink } from '../lib/http/run-sinks.js'
 import { openSseStream } from '../lib/http/sse.js'
 import type { StreamFormat } from '../lib/agent/stream-format.js'
-import type { StreamLayout } from './resumable.js'
+import type { StreamLayout } from '../lib/http/resumable.js'
+import type { DurableRecord } from '../lib/agent/durable.js'
 
 /** Preparing a run aborts nothing: its context needs a signal all the same. */
 const NOT_ABORTED = new AbortController().signal
@@ -60,6 +61,7 @@ function createAgent (app: FastifyInstance) {
       maxToolCallsPerTurn: config.MAX_TOOL_CALLS_PER_TURN,
       memoryMaxTokens: config.MEMORY_MAX_TOKENS,
       defaultMaxTokens: app.llm.defaultMaxTokens,
+      structuredOutputRetries: config.STRUCTURED_OUTPUT_RETRIES,
     },
     // Tool approval is off (no store calls, every route as before) unless TOOL_APPROVAL_REQUIRED names a tool.
     ...(config.approvalPatterns.length === 0 ? {} : { needsApproval }),
@@ -83,10 +85,10 @@ function createAgent (app: FastifyInstance) {
   /** Opens the response's stream: a resumable stream's log, or the client's own SSE response. */
   async function openSink (
     request: FastifyRequest, reply: FastifyReply, format: StreamFormat, usage: UsageTally,
-    options: { resumable?: StreamLayout, onOpen?: (streamId: string) => Promise<void> }, link: string | undefined
+    options: { resumable?: StreamLayout, onOpen?: (streamId: string) => Promise<void> }, link: string | undefined, durable?: DurableRecord
   ): Promise<{ sink: EventSink, followed: Promise<void> }> {
     if (options.resumable === undefined) return { sink: clientSink(request, reply, format, usage), followed: Promise.resolve() }
-    const opened = await app.resumable.open(request, reply, format, options.resumable, link)
+    const opened = await app.resumable.open(request, reply, format, options.resumable, link, durable === undefined ? undefined : { record: JSON.stringify(durable) })
     // What the route files the stream under (a UI chat's id), before the run can end.
     await options.onOpen?.(opened.id).catch((error: unknown) => request.log.error({ err: error }, 'recording the stream failed'))
     return { sink: streamLogSink(opened), followed: opened.followed }
@@ -127,9 +129,11 @@ function createAgent (app: FastifyInstance) {
         onOpen?: (streamId: string) => Promise<void>
         /** Awaited before the payloads that end the stream are sent: the run's state at its end. */
         beforeEnd?: (state: RunState) => Promise<void>
+        /** A resumable run of this route is durable when DURABLE_RUNS is on (DECISIONS 21). */
+        durable?: boolean
       } = {}
     ): Promise<void> {
-      app.llm.limiter.assertAvailable()
+      app.llm.limiter.assertAvailable(request.identity)
       // Prepared before the stream opens: a session store that is down is a plain 503.
       const context = contextOf(request, reply, NOT_ABORTED)
       // A continuation's answers are claimed here too: a refused one (404, 409, 422) is a plain HTTP error.
@@ -140,7 +144,12 @@ function createAgent (app: FastifyInstance) {
       // A continuation whose format says so opens at once: its approved calls run before any model call (README "Tool approval").
       const opening = 'continuation' in spec && format.continuationOpensAtOnce === true ? 'at-once' : format.opening ?? 'after-first-call'
       const { beforeEnd } = options
+      // DURABLE_RUNS: the route's resumable runs outlive this process (DECISIONS 21), saved at every step boundary.
+      const durable: DurableRecord | undefined = options.durable === true && config.DURABLE_RUNS && options.resumable !== undefined
+        ? { identity: request.identity, conversationId: run.conversationId }
+        : undefined
       const held = heldSink({
+        checkpoints: durable !== undefined,
         onClientGone: (abort) => { onDisconnect(request, reply, abort) },
         ...(opening === 'on-first-output' ? { openOnFirstPayload: () => clientSink(request, reply, format, usage), keepEarlyError: true } : {}),
         ...(beforeEnd === undefined ? {} : { beforeEnd: async () => { await beforeEnd(run.state) } }),
@@ -148,7 +157,7 @@ function createAgent (app: FastifyInstance) {
       /** Opens the stream (budget headers first) and hands it what the run sent meanwhile; `followed`: its connection ended. */
       const open = async (): Promise<{ followed: Promise<void> }> => {
         await hookHeaders(reply, run)
-        const opened = await openSink(request, reply, format, usage, options, run.observer?.link)
+        const opened = await openSink(request, reply, format, usage, options, run.observer?.link, durable)
         await held.open(opened.sink)
         return opened
       }

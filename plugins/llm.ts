@@ -68,6 +68,7 @@ async function createRoutedProvider (app: FastifyInstance, limiter: Limiter): Pr
     reportsOwnName: PROVIDER_KINDS[route.provider].reportsOwnName === true,
     kind: route.provider,
     baseURL: route.baseURL,
+    promptFormat: route.structuredOutputs === 'prompt',
   }))
   const defaultRoute = config.modelRoutes.find((route) => route.name === config.defaultModel)
   return createModelRouter({
@@ -85,7 +86,9 @@ async function createRoutedProvider (app: FastifyInstance, limiter: Limiter): Pr
 
 export default fp<LLMPluginOptions>(async (app, options) => {
   const config = app.config
-  const limiter = createLimiter({ maxConcurrent: config.MAX_CONCURRENT_REQUESTS, maxQueue: config.MAX_QUEUE })
+  const limiter = createLimiter({
+    maxConcurrent: config.MAX_CONCURRENT_REQUESTS, maxQueue: config.MAX_QUEUE, maxPerIdentity: config.MAX_CONCURRENT_REQUESTS_PER_IDENTITY,
+  })
   // A provider given in place of the configured ones still goes through a router: hooks and the limiter per call.
   const base = options.provider === undefined
     ? await createRoutedProvider(app, limiter)

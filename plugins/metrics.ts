@@ -103,6 +103,18 @@ export function createMetrics (options: CreateMetricsOptions = {}) {
     labelNames: ['tool', 'outcome'] as const,
     registers,
   })
+  const runRecoveries = new Counter({
+    name: 'agent_run_recoveries_total',
+    help: 'Durable runs taken over by this replica (DURABLE_RUNS), by outcome: resumed (continued) or lost (ended as lost)',
+    labelNames: ['outcome'] as const,
+    registers,
+  })
+  const structuredOutputs = new Counter({
+    name: 'agent_structured_outputs_total',
+    help: 'Requests that asked for a JSON answer and reached an outcome: valid (first answer), repaired, invalid (out of repairs), refusal, length',
+    labelNames: ['outcome'] as const,
+    registers,
+  })
   const toolApprovalRequests = new Counter({
     name: 'agent_tool_approval_requests_total',
     help: 'Approvals issued for tool calls that wait for a person (TOOL_APPROVAL_REQUIRED), by tool',
@@ -157,6 +169,8 @@ export function createMetrics (options: CreateMetricsOptions = {}) {
     llmTimeToFirstToken,
     llmFallbacks,
     toolCalls,
+    runRecoveries,
+    structuredOutputs,
     toolApprovalRequests,
     toolApprovals,
     mcpServerUp,

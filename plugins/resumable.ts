@@ -2,46 +2,10 @@
 import { randomUUID } from 'node:crypto'
 import fp from 'fastify-plugin'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { HttpError } from '../lib/domain/errors.js'
+import { pipeEntries, resumeUrl, streamStoreDown, type StreamLayout } from '../lib/http/resumable.js'
 import { openSseStream, type SseWriter } from '../lib/http/sse.js'
-import type { StreamEntry, StreamProducer } from '../lib/stores/stream-log.js'
+import { HANDOVER, type StreamEntry, type StreamProducer } from '../lib/stores/stream-log.js'
 import type { StreamFormat } from '../lib/agent/stream-format.js'
-
-/** Which layout a stream belongs to: it decides the resume URL. */
-export type StreamLayout = 'versioned' | 'unversioned'
-
-/** The resume URL of stream `id` (`Content-Location`). */
-export function resumeUrl (layout: StreamLayout, id: string): string {
-  return layout === 'versioned' ? `/api/v1/streams/${id}` : `/streams/${id}`
-}
-
-/** The `app.agent.stream` option a body with `resumable: true` asks for, in `layout`. */
-export function resumableIn (body: { resumable?: boolean | undefined }, layout: StreamLayout): { resumable?: StreamLayout } {
-  return body.resumable === true ? { resumable: layout } : {}
-}
-
-/** The stream store is down (Redis outage): 503 with a fixed text; the cause is logged, not shown. */
-export function streamStoreDown (error: unknown): never {
-  throw new HttpError(503, 'Stream store unavailable, please retry later', { 'retry-after': '1' }, { cause: error })
-}
-
-/**
- * Writes `entries` to `sse` with their ids, waiting for the client only when it does not keep up; stops
- * when the client leaves (the run is not touched) and ends the response after the terminal event.
- * `seen.terminal` tells whether the terminal event went by (a reader that stops before it has left).
- */
-export async function pipeEntries (entries: AsyncIterable<StreamEntry>, sse: SseWriter, seen = { terminal: false }): Promise<void> {
-  try {
-    for await (const entry of entries) {
-      if (entry.terminal) seen.terminal = true
-      const drained = sse.trySend(entry.payload, entry.id)
-      if (drained !== undefined) await drained
-      if (sse.closed) return
-    }
-  } finally {
-    sse.end()
-  }
-}
 
 /** A resumable stream as its route runs it. */
 export interface OpenedStream {
@@ -60,12 +24,15 @@ export interface OpenedStream {
 const DETACHED_REFRESH_MS = 10_000
 
 function createResumable (app: FastifyInstance) {
-  const runs = new Set<AbortController>()
+  /** Runs going on here, and whether each is durable (handed over at shutdown rather than ended). */
+  const runs = new Map<AbortController, boolean>()
   /** Runs started here and still going: their owner and how many readers follow them on this process. */
   const local = new Map<string, { owner: string, readers: number }>()
   app.lifecycle.onForceClose(() => {
-    for (const run of runs) run.abort(new DOMException('Server is shutting down', 'AbortError'))
+    // A durable run is handed over (DECISIONS 21): its readers' connections close without a terminal event.
+    for (const [run, durable] of runs) run.abort(new DOMException(durable ? HANDOVER : 'Server is shutting down', 'AbortError'))
   })
+
   // Keeps the leases of this process's runs that are detached (the store ignores runs that are not).
   const refresher = setInterval(() => {
     for (const [id, run] of local) {
@@ -113,14 +80,43 @@ function createResumable (app: FastifyInstance) {
     }
   }
 
+  /**
+   * Runs `producer`'s run on this process (a stream opened here, or a durable run taken over): the signal that stops it
+   * (a cancel from any replica, shutdown) and `done` once it has finished; a durable run stopped by shutdown is handed over.
+   */
+  function track (id: string, owner: string, producer: StreamProducer, durable: boolean) {
+    const controller = new AbortController()
+    runs.set(controller, durable)
+    local.set(id, { owner, readers: 0 })
+    const onCancel = (): void => { controller.abort(producer.cancelSignal.reason) }
+    producer.cancelSignal.addEventListener('abort', onCancel, { once: true })
+    return {
+      signal: controller.signal,
+      done () {
+        runs.delete(controller)
+        local.delete(id)
+        app.stores.detachedRuns.attach(owner, id).catch((error: unknown) => { app.log.debug({ err: error }, 'detached run removal failed') })
+        producer.cancelSignal.removeEventListener('abort', onCancel)
+        const reason: unknown = controller.signal.reason
+        if (durable && reason instanceof DOMException && reason.message === HANDOVER && producer.release !== undefined) {
+          // The stream log's close waits for it (the lease would otherwise lapse, a takeover only later).
+          producer.release().catch((error: unknown) => { app.log.warn({ err: error, streamId: id }, 'durable run handover failed') })
+        }
+      },
+    }
+  }
+
   return {
     follow,
+    track,
     /**
      * Starts a resumable stream in `format`: records it in the log (with `link`, the run's trace link), answers with `X-Stream-Id` and
      * `Content-Location` and follows the log on this connection. A stream store that is down is a 503
      * before the stream opens.
      */
-    async open (request: FastifyRequest, reply: FastifyReply, format: StreamFormat, layout: StreamLayout, link?: string): Promise<OpenedStream> {
+    async open (
+      request: FastifyRequest, reply: FastifyReply, format: StreamFormat, layout: StreamLayout, link?: string, durable?: { record: string }
+    ): Promise<OpenedStream> {
       const id = randomUUID()
       const producer = await app.stores.streamLog.start(id, {
         owner: request.identity,
@@ -128,28 +124,16 @@ function createResumable (app: FastifyInstance) {
         cancelledPayload: format.terminalError('Cancelled'),
         interruptedPayload: format.terminalError('Stream interrupted'),
         link,
+        durable,
       }).catch(streamStoreDown)
-      const controller = new AbortController()
-      runs.add(controller)
-      local.set(id, { owner: request.identity, readers: 0 })
-      const onCancel = (): void => { controller.abort(producer.cancelSignal.reason) }
-      producer.cancelSignal.addEventListener('abort', onCancel, { once: true })
+      const tracked = track(id, request.identity, producer, producer.followStored !== undefined)
       reply.header('x-stream-id', id)
       reply.header('content-location', resumeUrl(layout, id))
       // No formatError: on shutdown the run itself ends the stream in the log (replayable elsewhere).
       const sse = openSseStream(request, reply, { heartbeatMs: app.config.SSE_HEARTBEAT_SECONDS * 1000, registry: app.streams })
-      return {
-        id,
-        producer,
-        signal: controller.signal,
-        followed: follow(id, request.identity, producer.follow(0, sse.signal), sse),
-        done () {
-          runs.delete(controller)
-          local.delete(id)
-          app.stores.detachedRuns.attach(request.identity, id).catch((error: unknown) => { app.log.debug({ err: error }, 'detached run removal failed') })
-          producer.cancelSignal.removeEventListener('abort', onCancel)
-        },
-      }
+      // A durable run's events reach this connection too only once stored (DECISIONS 21).
+      const entries = producer.followStored?.(0, sse.signal) ?? producer.follow(0, sse.signal)
+      return { id, producer, signal: tracked.signal, followed: follow(id, request.identity, entries, sse), done: tracked.done }
     },
     /** Runs still going (with or without a client). */
     get running (): number {

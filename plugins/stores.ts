@@ -5,9 +5,10 @@ import type { ConversationLog, RateLimitStore, SessionStore } from '../lib/store
 import type { StreamLog } from '../lib/stores/stream-log.js'
 import { createMemoryStreamLog } from '../lib/stores/memory-stream-log.js'
 import { createMemoryChatStreamIndex, createRedisChatStreamIndex, type ChatStreamIndex } from '../lib/stores/chat-streams.js'
-import { createMemoryResponseStore, createRedisResponseStore, type ResponseStore } from '../lib/stores/responses.js'
+import { createMemoryResponseStore, createRedisResponseStore, redisResponseKey, type ResponseStore } from '../lib/stores/responses.js'
 import { createMemoryRunStore, type RunStore } from '../lib/stores/run-store.js'
 import { createRedisRunStore } from '../lib/stores/redis-run-store.js'
+import { StoredStateLedger } from '../lib/stores/stored-state.js'
 import { createMemoryDetachedRuns, createRedisDetachedRuns, type DetachedRuns } from '../lib/stores/detached-runs.js'
 
 /** How long a detached run counts without its process refreshing it (README, resumable streams). */
@@ -45,7 +46,10 @@ export default fp<StoresPluginOptions>(async (app, options) => {
   let stores: Stores
   // A paused run outlives its approvals by an hour: a new message after the expiry still finds the results of the calls that ran.
   const runRetention = { ttlSeconds: config.TOOL_APPROVAL_TTL_SECONDS, retainSeconds: config.TOOL_APPROVAL_TTL_SECONDS + 3600 }
+  // STORED_STATE_MAX_MB: the bytes of stored responses and paused runs one identity may keep (README, limits-and-budgets).
+  const shareBytes = Math.round(config.STORED_STATE_MAX_MB * 1024 * 1024)
   if (config.REDIS_URL === '') {
+    const ledger = new StoredStateLedger({ shareBytes })
     stores = {
       kind: 'memory',
       sessions: createMemorySessionStore({ ttlSeconds: config.SESSION_TTL_SECONDS, maxSessions: config.MAX_SESSIONS }),
@@ -56,8 +60,8 @@ export default fp<StoresPluginOptions>(async (app, options) => {
       }),
       streamLog: createMemoryStreamLog({ ttlSeconds: config.STREAM_RESUME_TTL_SECONDS }),
       chatStreams: createMemoryChatStreamIndex({ ttlSeconds: config.STREAM_RESUME_TTL_SECONDS, maxEntries: config.MAX_SESSIONS }),
-      responses: createMemoryResponseStore({ ttlSeconds: config.SESSION_TTL_SECONDS, maxEntries: config.MAX_SESSIONS }),
-      runs: createMemoryRunStore({ ...runRetention, maxRuns: config.MAX_SESSIONS }),
+      responses: createMemoryResponseStore({ ttlSeconds: config.SESSION_TTL_SECONDS, ledger }),
+      runs: createMemoryRunStore({ ...runRetention, ledger }),
       detachedRuns: createMemoryDetachedRuns({ leaseMs: DETACHED_LEASE_MS }),
     }
   } else {
@@ -67,12 +71,20 @@ export default fp<StoresPluginOptions>(async (app, options) => {
       createRedisSessionStore, waitForRedis, withConversationLogOutages, withRateLimitFallback, withSessionOutageLog,
     } = await import('../lib/stores/redis.js')
     const { streamLogConnections } = await import('../lib/stores/redis-stream-log/connections.js')
+    const { createRedisStoredState } = await import('../lib/stores/redis/stored-state.js')
     const { createRedisStreamLog } = await import('../lib/stores/redis-stream-log/log.js')
     const clientOptions = { logger: app.log, connectionName: 'agent-chat-api' }
     const redis = config.REDIS_CLUSTER
       ? createRedisClusterClient(config.REDIS_URL, clientOptions)
       : createRedisClient(config.REDIS_URL, clientOptions)
     const prefix = config.REDIS_PREFIX
+    const state = createRedisStoredState(redis, {
+      prefix,
+      shareBytes,
+      responseTtlMs: config.SESSION_TTL_SECONDS * 1000,
+      pausedTtlMs: runRetention.retainSeconds * 1000,
+      responseKey: (owner, id) => redisResponseKey(prefix, owner, id),
+    })
     stores = {
       kind: 'redis',
       sessions: withSessionOutageLog(createRedisSessionStore(redis, {
@@ -96,11 +108,13 @@ export default fp<StoresPluginOptions>(async (app, options) => {
         ttlSeconds: config.STREAM_RESUME_TTL_SECONDS,
         logger: app.log,
         connect: streamLogConnections(config.REDIS_URL, config.REDIS_CLUSTER),
+        // A durable run's owner holds its lease for RUN_LEASE_SECONDS (DECISIONS 21); other streams keep the log's default.
+        ...(config.DURABLE_RUNS ? { leaseMs: config.RUN_LEASE_SECONDS * 1000 } : {}),
         ...(config.REDIS_CLUSTER ? { retry: { attempts: 8, delayMs: 250 } } : {}),
       }),
       chatStreams: createRedisChatStreamIndex(redis, { prefix, ttlSeconds: config.STREAM_RESUME_TTL_SECONDS }),
-      responses: createRedisResponseStore(redis, { prefix, ttlSeconds: config.SESSION_TTL_SECONDS }),
-      runs: createRedisRunStore(redis, { prefix, ...runRetention }),
+      responses: createRedisResponseStore(redis, { prefix, ttlSeconds: config.SESSION_TTL_SECONDS, state }),
+      runs: createRedisRunStore(redis, { prefix, ...runRetention, state }),
       detachedRuns: createRedisDetachedRuns(redis, { prefix, leaseMs: DETACHED_LEASE_MS }),
     }
     // /ready shows `failed: unavailable` for a failing check; the driver's error goes to the log only.

@@ -1,4 +1,5 @@
 // Unversioned POST /chat and POST /chat/stream: the agent with all tools and per-session memory.
+import { refuseFormat } from '../lib/input/output-format.js'
 import { randomUUID } from 'node:crypto'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
@@ -6,7 +7,7 @@ import { Type, type Static } from 'typebox'
 import type { RunSpec } from '../lib/agent/spec.js'
 import { assertAllowedContent } from '../lib/input/content-policy.js'
 import { sessionChunks } from '../lib/dialects/session/format.js'
-import { resumableIn } from '../plugins/resumable.js'
+import { resumableIn } from '../lib/http/resumable.js'
 import { approvalView } from '../lib/agent/approvals.js'
 import { requestKind } from '../lib/dialects/approvals.js'
 import type { Continuation } from '../lib/agent/service.js'
@@ -32,6 +33,7 @@ type SessionChatBody = Static<typeof SessionChatRequest>
  * with every tool; `approvals` instead continue the session's run paused for approval (README "Tool approval").
  */
 function sessionRun (body: SessionChatBody): { sessionId: string, spec: RunSpec | { continuation: Continuation } } {
+  refuseFormat(body)
   if (requestKind(body, 'message') === 'continuation') {
     if (body.session_id === undefined || body.session_id === null) {
       throw new RequestValidationError([{ loc: ['body', 'session_id'], msg: '`session_id` is required with `approvals`', type: 'missing' }])

@@ -49,6 +49,24 @@ const MessageList = () => Type.Array(ChatMessage, {
   description: `The conversation, oldest first: 1 to ${MAX_MESSAGES} messages, at most ${MAX_TOTAL_TEXT_CHARS} characters of text in all`,
 })
 
+/**
+ * `response_format` of the own routes (README "Structured outputs"): checked by lib/input/output-format.ts, which
+ * names each problem's field and the schema location (Fastify's coercion must not touch `strict`).
+ */
+export const ResponseFormat = Type.Optional(Type.Unsafe<unknown>({
+  type: 'object',
+  description: 'A JSON answer (README "Structured outputs"): `{"type": "text"}` (default), `{"type": "json_object"}` (any JSON object), or ' +
+    '`{"type": "json_schema", "schema", "name"?, "description"?, "strict"?}`: one JSON value the schema accepts, checked by the service, ' +
+    'repaired once (STRUCTURED_OUTPUT_RETRIES), else 502 `Structured output invalid: …`. The answer\'s `content` is the JSON text and `output` its value.',
+  properties: {
+    type: { description: '`text`, `json_object` or `json_schema`' },
+    schema: { description: 'JSON Schema (2020-12 semantics), root `"type": "object"`, at most 64 KB and 32 levels, local `$ref` only, RE2 patterns' },
+    name: { description: '`^[A-Za-z0-9_-]{1,64}$`; default `response`' },
+    description: { description: 'What the answer is (passed to the provider)' },
+    strict: { description: 'Boolean, default false: OpenAI\'s strict-mode rules on the schema, for every provider' },
+  },
+}))
+
 /** The AgentRequest fields /api/v1/chat also accepts; `models` is the allowed model list. */
 function agentFields (models: readonly string[]) {
   return {
@@ -67,6 +85,7 @@ function agentFields (models: readonly string[]) {
       Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: MAX_REQUEST_TOOLS, description: 'Tools to enable' }),
       Type.Null(),
     ], { description: 'Tools to enable, by name as GET /api/v1/tools lists them (built-in and MCP); an unknown name is a 422. None by default on /api/v1/chat' })),
+    response_format: ResponseFormat,
   }
 }
 
@@ -156,10 +175,12 @@ export const ToolCall = Type.Object({
 })
 
 export const AgentResponse = Type.Object({
-  content: Type.String({ description: 'Model reply text' }),
+  content: Type.String({ description: 'Model reply text; with a JSON `response_format` the JSON text alone ("" after a refusal)' }),
   model: Type.String({ description: 'Model that answered' }),
   usage: Usage,
   tool_calls: Type.Union([Type.Array(ToolCall), Type.Null()], { description: 'Tool calls made, or null when none' }),
+  output: Type.Optional(Type.Unknown({ description: 'With a JSON `response_format`: the parsed answer (null after a refusal)' })),
+  refusal: Type.Optional(Type.String({ description: 'With a JSON `response_format`: the model\'s refusal text, when it refused' })),
 }, { description: 'AgentResponse (a superset of ChatResponse)' })
 
 export const SimpleChatResponse = Type.Object({

@@ -27,6 +27,9 @@ export const EnvSchema = Type.Object({
   MEMORY_MAX_TOKENS: Int(100_000, 100, 'Session memory budget in estimated tokens'),
   MAX_CONCURRENT_REQUESTS: Int(10, 1, 'Concurrent upstream model calls per process'),
   MAX_QUEUE: Int(100, 0, 'Model calls waiting for a slot'),
+  MAX_CONCURRENT_REQUESTS_PER_IDENTITY: Type.Optional(Type.Integer({
+    minimum: 1, description: 'Model-call slots one identity may hold at once; default half of MAX_CONCURRENT_REQUESTS, rounded up',
+  })),
   RATE_LIMIT_PER_MINUTE: Int(60, 1, 'Global per-client request limit per window'),
   CHAT_RATE_LIMIT_PER_MINUTE: Int(10, 1, 'Extra limit on POST /chat and /chat/stream per window: per key with auth on, else per client IP'),
   RATE_LIMIT_WINDOW_SECONDS: Seconds(60, 'Sliding window length'),
@@ -60,10 +63,17 @@ export const EnvSchema = Type.Object({
   STREAM_RESUME_TTL_SECONDS: Int(600, 1, 'How long a resumable stream stays replayable after it ends'),
   MCP_CONFIG_FILE: Type.Optional(Type.String({ description: 'MCP servers whose tools the agent may use ({"mcpServers": {...}})' })),
   MCP_TOOL_TIMEOUT_SECONDS: Seconds(30, 'Per MCP tool call timeout'),
+  STORED_STATE_MAX_MB: Type.Number({
+    default: 64,
+    exclusiveMinimum: 0,
+    maximum: 65_536,
+    description: 'Bytes (MB) of stored /v1 responses and paused runs per identity; in process 8 times that for all',
+  }),
   MAX_DETACHED_RUNS_PER_IDENTITY: Int(8, 0, 'Runs of one identity that may go on without a client; a run left beyond that is cancelled', 100_000),
   MCP_MAX_CONCURRENT_CALLS: Int(8, 1, 'Calls at once per MCP server; the rest wait (their timeout counts from their start)', 10_000),
   TOOL_RESULT_MAX_CHARS: Int(20_000, 100, 'A longer tool result is cut (and says so) before it reaches the model'),
   MAX_TOOL_CALLS_PER_TURN: Int(32, 1, 'Tool calls of one model turn that run; the rest get an error result', 10_000),
+  STRUCTURED_OUTPUT_RETRIES: Int(1, 0, 'Repair calls per request after a final JSON answer that does not match its schema (README "Structured outputs")', 3),
   PLAYGROUND: Type.Boolean({ default: true, description: 'Serve the chat page at /playground' }),
   REQUEST_TIMEOUT_SECONDS: Seconds(30, 'A request whose headers and body have not fully arrived by then is cut'),
   STREAM_STALL_SECONDS: Seconds(60, 'A stream whose client reads nothing for this long is closed'),
@@ -74,6 +84,10 @@ export const EnvSchema = Type.Object({
   BUDGET_USD_PER_DAY: Type.Optional(Type.Number({ minimum: 0, maximum: 1e9, description: 'Default spend budget per UTC day, USD' })),
   BUDGET_USD_PER_MONTH: Type.Optional(Type.Number({ minimum: 0, maximum: 1e9, description: 'Default spend budget per UTC month, USD' })),
   MODEL_PRICES: Type.String({ default: '', description: 'name=input:output[:cache_read[:cache_write]], comma list, USD per million tokens' }),
+  DURABLE_RUNS: Type.Boolean({ default: false, description: 'Resumable agent streams survive the death of their process (needs REDIS_URL)' }),
+  RUN_LEASE_SECONDS: Int(10, 2, 'How long a durable run\'s owner may stay silent before another replica takes the run over', 3600),
+  RUN_MAX_RECOVERIES: Int(3, 0, 'Takeovers of one durable run; its owner\'s next death ends it as lost', 1000),
+  TOOL_RETRY_SAFE: Type.String({ default: '', description: 'Comma list of tool names (`*` any run of characters) whose calls may run again when their owner died during the call' }),
   PROMPT_CACHING: Type.Boolean({ default: true, description: 'Anthropic cache breakpoints on tools, system prompt and conversation' }),
 })
 

@@ -1,6 +1,6 @@
 // Request schema of POST /api/v1/ui/chat (README "Chat UIs"): the body the AI SDK's DefaultChatTransport sends.
 import { Type, type Static } from 'typebox'
-import { MAX_IMAGE_CHARS } from './chat.js'
+import { MAX_IMAGE_CHARS, ResponseFormat } from './chat.js'
 
 /** Longest text of one text part, tool error text or tool output string. */
 export const MAX_UI_TEXT_CHARS = 100_000
@@ -72,6 +72,7 @@ export function uiChatRequestSchema (models: readonly string[]) {
       enum: [...models],
       description: `Model to use; default ${models[0] ?? 'the configured default'}`,
     })),
+    response_format: ResponseFormat,
   }, { description: 'useChat request body (DefaultChatTransport); other fields are ignored', additionalProperties: true })
 }
 

@@ -41,7 +41,8 @@ export async function bundle (outdir = join(root, 'dist', 'bundle')) {
   try {
     await build({
       absWorkingDir: root,
-      entryPoints: [join(root, 'server.ts')],
+      // The structured-output checker's worker thread is an entry of its own, beside server.js (lib/input/json-check.ts).
+      entryPoints: { server: join(root, 'server.ts'), 'json-check-worker': join(root, 'lib', 'input', 'json-check-worker.ts') },
       outdir: staging,
       bundle: true,
       splitting: true,

@@ -12,13 +12,19 @@ export type AgentEvent =
   | {
     type: 'tool_result'
     /** `content` is the first 200 characters of the result (README "Endpoints"). */
-    data: { tool: string, content: string }
+    data: { tool: string, content: string, interrupted?: true }
     callId: string
     isError: boolean
     /** The whole result as the model saw it. */
     output: string
   }
   | { type: 'step_finish' }
+  /** A durable run taken over by another process (DECISIONS 21): `discarded_text` is what the interrupted model call had sent. */
+  | { type: 'recovered', data: { attempt: number, discarded_text: string } }
+  /** A JSON answer passed its check (README "Structured outputs"): the parsed value, after the answer's text. */
+  | { type: 'output', data: unknown }
+  /** The model refused to give the JSON answer: its refusal text (no answer follows). */
+  | { type: 'refusal', data: string }
   /**
    * A continuation resumes its paused turn (the run's first event then): the answered calls in the model's order.
    * The UI message stream sends their outputs (or denials) first; the other formats send nothing for it.

@@ -1,7 +1,8 @@
 // The agent loop in steps: call the model, run the tools it asks for, until it answers or a call must wait.
-import { AgentError, IterationLimitError } from '../domain/errors.js'
+import { AgentError, IterationLimitError, StructuredOutputError } from '../domain/errors.js'
+import { checkAnswerOffLoop } from '../input/json-check.js'
 import { throwIfAborted } from '../llm/abort.js'
-import { cutCallUsage } from '../llm/tokens.js'
+import { CallMeter, type CutUsage } from '../llm/cut-usage.js'
 import type { LLMProvider, ModelRequest, ModelResponse } from '../llm/types.js'
 import type { ToolResultBlock, ToolSpec, Usage, UsageSummary } from '../domain/types.js'
 import type { ToolResult, ToolRunOptions } from '../tools/types.js'
@@ -33,6 +34,8 @@ export interface RunPorts {
   needsApproval?: ((name: string) => boolean) | undefined
   /** Model prices, for the usage's cost (default: none, so costs are null). */
   priceOf?: PriceLookup | undefined
+  /** Whose run it is (7): model calls share the concurrency slots fairly by it (9). */
+  identity?: string | undefined
 }
 
 /** How one request drives a run. */
@@ -46,7 +49,24 @@ export interface RunOptions {
    * call writes). A promise it returns is awaited: the writer is not keeping up.
    */
   onToken?: ((text: string) => Promise<void> | undefined) | undefined
+  /**
+   * Saves the run's state at a step boundary before the run goes on (durable runs, DECISIONS 21); awaited. None:
+   * nothing is saved and nothing is cloned (the run's hot path pays one undefined check per boundary).
+   */
+  checkpoint?: Checkpoint | undefined
+  /** Model calls that finished before this request took the run (a taken-over run): they count for MAX_ITERATIONS. */
+  callsBefore?: number | undefined
 }
+
+/**
+ * The step boundaries a run is saved at: `start` (nothing sent yet), `model_done` (a model call finished: its text,
+ * tool calls and usage), `tools_started` (the calls' start events are out, the tools not yet called), `tool_done`
+ * (one call's result), `tools_done` (the turn's results are out and closed), `end` (final or paused).
+ */
+export type CheckpointBoundary = 'start' | 'model_done' | 'tools_started' | 'tool_done' | 'tools_done' | 'end'
+
+/** Saves `state` at `boundary`; a promise the run waits for. */
+export type Checkpoint = (boundary: CheckpointBoundary, state: RunState) => Promise<void>
 
 /** The first `max` characters (code points) of `text`: a surrogate pair is never cut in half. */
 export function truncateChars (text: string, max: number): string {
@@ -70,8 +90,9 @@ async function callModel (state: RunState, ports: RunPorts, options: RunOptions)
   const server = settings.tools.length > 0 ? ports.tools.specs(settings.tools) : []
   const tools = settings.clientTools ?? (settings.frontendTools === undefined ? server : [...server, ...settings.frontendTools])
   const messages = state.turns
-  let reported: Usage | undefined
-  let writtenChars = 0
+  // The router tells the lower bound a cut call is settled with (onCut); a bare provider gets this meter's.
+  const meter = new CallMeter({ messages, system: settings.system, tools })
+  let cutUsage: CutUsage | undefined
   let message: ModelResponse | undefined
   const request: ModelRequest = {
     model: settings.model,
@@ -82,8 +103,12 @@ async function callModel (state: RunState, ports: RunPorts, options: RunOptions)
     ...(tools !== undefined && tools.length > 0 && settings.toolChoice?.type !== 'none' ? { tools } : {}),
     ...(settings.toolChoice === undefined || settings.toolChoice.type === 'none' ? {} : { toolChoice: settings.toolChoice }),
     ...(options.signal ? { signal: options.signal } : {}),
+    ...(ports.identity === undefined ? {} : { identity: ports.identity }),
+    ...(settings.format === undefined ? {} : { format: settings.format }),
     ...(ports.observer?.model ? { hooks: ports.observer.model } : {}),
-    onUsage: (counts: Usage) => { reported = counts },
+    onUsage: (counts: Usage) => { meter.reported(counts) },
+    onToolArguments: (chars: number) => { meter.toolArguments(chars) },
+    onCut: (cut: CutUsage) => { cutUsage = cut },
   }
   state.steps++
   try {
@@ -96,7 +121,9 @@ async function callModel (state: RunState, ports: RunPorts, options: RunOptions)
           break
         }
         if (event.text) {
-          writtenChars += event.text.length
+          meter.text(event.text.length)
+          // A JSON answer is held back until it passed its check (settleAnswer sends it).
+          if (settings.format !== undefined) continue
           const drained = options.onToken?.(event.text)
           if (drained !== undefined) await drained
         }
@@ -107,7 +134,7 @@ async function callModel (state: RunState, ports: RunPorts, options: RunOptions)
     return message
   } finally {
     if (message === undefined) {
-      const cut = cutCallUsage(reported, messages, writtenChars)
+      const cut = cutUsage ?? meter.cut('aborted')
       if (cut !== undefined) usage.add(settings.model, cut.usage, cut.source, ports.priceOf?.(settings.model))
     }
   }
@@ -156,22 +183,43 @@ async function * runPendingCalls (state: RunState, ports: RunPorts, options: Run
   if (runnable.length === 0) return
   for (const call of runnable) yield { type: 'tool_call', data: { tool: call.name, args: call.input }, callId: call.id }
   throwIfAborted(options.signal)
+  const { checkpoint } = options
+  // The start events are stored before any tool runs: a takeover never runs a started call again (DECISIONS 21).
+  if (checkpoint !== undefined) await checkpoint('tools_started', state)
+  throwIfAborted(options.signal)
   let index = state.results.length
-  const outcomes = await Promise.all(runnable.map(async (call) => await execute(state, ports, call, index++, options.signal)))
+  const outcomes = await Promise.all(runnable.map(async (call) => {
+    const outcome = await execute(state, ports, call, index++, options.signal)
+    // Each result is saved as it comes (a takeover reuses it); its event still goes out in the model's order below.
+    if (checkpoint !== undefined && options.signal?.aborted !== true) {
+      state.results.push(resultBlock(call, outcome))
+      await checkpoint('tool_done', state)
+    }
+    return outcome
+  }))
   throwIfAborted(options.signal)
   for (const [i, call] of runnable.entries()) {
     const outcome = outcomes[i] ?? { content: '', isError: true }
-    state.toolCalls.push({ tool: call.name, args: call.input, result: outcome.content, is_error: outcome.isError })
-    state.results.push(resultBlock(call, outcome))
-    yield {
-      type: 'tool_result',
-      data: { tool: call.name, content: truncateChars(outcome.content, TOOL_RESULT_PREVIEW_CHARS) },
-      callId: call.id,
-      isError: outcome.isError,
-      output: outcome.content,
-    }
+    if (checkpoint === undefined) state.results.push(resultBlock(call, outcome))
+    yield * announceResult(state, call, outcome)
   }
   state.pending = state.pending.filter((call) => call.kind !== 'run')
+}
+
+/** Records a call's outcome in the run's tool calls and yields its result event. */
+function * announceResult (state: RunState, call: PendingCall, outcome: ToolResult & { interrupted?: boolean }): Generator<AgentEvent, void> {
+  state.toolCalls.push({ tool: call.name, args: call.input, result: outcome.content, is_error: outcome.isError })
+  yield {
+    type: 'tool_result',
+    data: {
+      tool: call.name,
+      content: truncateChars(outcome.content, TOOL_RESULT_PREVIEW_CHARS),
+      ...(outcome.interrupted === true ? { interrupted: true } : {}),
+    },
+    callId: call.id,
+    isError: outcome.isError,
+    output: outcome.content,
+  }
 }
 
 /**
@@ -198,12 +246,16 @@ export async function * step (state: RunState, ports: RunPorts, options: RunOpti
   throwIfAborted(options.signal)
   yield { type: 'step_start' }
   const message = await callModel(state, ports, options)
-  for (const block of message.content) if (block.type === 'text') state.content += block.text
+  // With a JSON format only the checked answer is content (settleAnswer); text before tool calls never reaches the client.
+  if (state.settings.format === undefined) for (const block of message.content) if (block.type === 'text') state.content += block.text
   state.turns.push({ role: 'assistant', content: message.content })
   state.lastStopReason = message.stopReason
   const uses = message.content.filter((block) => block.type === 'tool_use')
   if (uses.length === 0 || message.stopReason !== 'tool_use') {
     state.status = 'final'
+    // A JSON answer is checked (and sent) inside its step; a failed one asks again (the run goes on).
+    if (state.settings.format !== undefined && (yield * settleAnswer(state, options)) === 'repair') state.status = 'running'
+    if (options.checkpoint !== undefined) await options.checkpoint('model_done', state)
     yield { type: 'step_finish' }
     return state.status
   }
@@ -211,11 +263,18 @@ export async function * step (state: RunState, ports: RunPorts, options: RunOpti
     id: use.id, name: use.name, input: use.input, inputError: use.inputError, kind: kindOf(state, ports, use.name),
   }))
   state.results = []
+  if (options.checkpoint !== undefined) await options.checkpoint('model_done', state)
+  return yield * finishTurn(state, ports, options)
+}
+
+/** Runs the turn's calls that have not started, then closes the turn (or leaves it waiting) and ends the step. */
+async function * finishTurn (state: RunState, ports: RunPorts, options: RunOptions): AsyncGenerator<AgentEvent, RunState['status']> {
   yield * runPendingCalls(state, ports, options)
   if (state.pending.length > 0) {
     state.status = 'tool_calls_pending'
   } else {
     closeTurn(state)
+    if (options.checkpoint !== undefined) await options.checkpoint('tools_done', state)
   }
   yield { type: 'step_finish' }
   return state.status
@@ -226,11 +285,86 @@ export async function * step (state: RunState, ports: RunPorts, options: RunOpti
  * model calls in this request, else an AgentError. An abort stops it at once: no further model call or tool run.
  */
 export async function * drive (state: RunState, ports: RunPorts, options: RunOptions): AsyncGenerator<AgentEvent, RunState> {
-  for (let calls = 0; calls < state.settings.maxIterations; calls++) {
+  for (let calls = options.callsBefore ?? 0; calls < state.settings.maxIterations; calls++) {
+    const repairs = state.structured?.repairs ?? 0
     const status = yield * step(state, ports, options)
     if (status !== 'running') return state
+    // A repair call is one more model call that does not count toward MAX_ITERATIONS.
+    if ((state.structured?.repairs ?? 0) > repairs) calls--
   }
   throw new IterationLimitError(`Agent stopped after ${state.settings.maxIterations} model calls without a final answer (MAX_ITERATIONS)`)
+}
+
+/** The refusal text when a model refused without saying why. */
+export const DEFAULT_REFUSAL = 'The model refused to answer.'
+
+/** Sends an answer's text as the model's text: to the stream's writer, or as a token event. */
+async function * sendText (text: string, options: RunOptions): AsyncGenerator<AgentEvent, void> {
+  if (text === '') return
+  if (options.onToken === undefined) {
+    yield { type: 'token', data: text }
+    return
+  }
+  const drained = options.onToken(text)
+  if (drained !== undefined) await drained
+}
+
+/** The text blocks of the run's last model turn, joined. */
+function lastCallText (state: RunState): string {
+  const last = state.turns.at(-1)
+  if (last === undefined || last.role !== 'assistant') return ''
+  return typeof last.content === 'string' ? last.content : last.content.map((block) => block.type === 'text' ? block.text : '').join('')
+}
+
+/**
+ * The check of a final answer when the run asked for JSON (README "Structured outputs"): a refusal is the outcome; a
+ * cut answer is incomplete; a valid one is sent (held back until now) with its parsed value; an invalid one gets a
+ * repair turn while repairs are left (`repair`: the caller makes one more model call), else it fails the run.
+ */
+async function * settleAnswer (state: RunState, options: RunOptions): AsyncGenerator<AgentEvent, 'answered' | 'repair'> {
+  const format = state.settings.format
+  if (format === undefined) return 'answered'
+  const structured = state.structured ?? { repairs: 0 }
+  state.structured = structured
+  const text = lastCallText(state)
+  if (state.lastStopReason === 'refusal') {
+    structured.outcome = 'refusal'
+    state.refusal = text.trim() === '' ? DEFAULT_REFUSAL : text
+    yield { type: 'refusal', data: state.refusal }
+    return 'answered'
+  }
+  if (state.lastStopReason === 'max_tokens' || state.lastStopReason === 'length') {
+    structured.outcome = 'length'
+    if (state.settings.cutIsAnswer !== true) throw new StructuredOutputError(['the answer was cut at max_tokens'])
+    state.content = text
+    yield * sendText(text, options)
+    return 'answered'
+  }
+  const check = await checkAnswerOffLoop(text, format)
+  if (check.ok) {
+    structured.outcome = structured.repairs > 0 ? 'repaired' : 'valid'
+    // Repairs are not kept: the conversation holds the valid answer only.
+    if (structured.from !== undefined) state.turns.splice(structured.from, state.turns.length - 1 - structured.from)
+    state.content = check.text
+    state.output = check.value
+    yield * sendText(check.text, options)
+    yield { type: 'output', data: check.value }
+    return 'answered'
+  }
+  if (structured.repairs >= (state.settings.repairs ?? 0)) {
+    structured.outcome = 'invalid'
+    throw new StructuredOutputError(check.problems)
+  }
+  structured.repairs++
+  structured.from ??= state.turns.length - 1
+  state.turns.push({ role: 'user', content: repairText(check.problems) })
+  state.status = 'running'
+  return 'repair'
+}
+
+/** The user turn of a repair call (README "Structured outputs"). */
+export function repairText (problems: readonly string[]): string {
+  return `Your answer is not valid: ${problems.join('; ')}. Answer again with only the JSON value.`
 }
 
 /** A person's answer to one gated call. */
@@ -271,6 +405,62 @@ export async function * resume (
   }
   closeTurn(state)
   return yield * drive(state, ports, options)
+}
+
+/** What the model reads for a call whose owner died while it ran (DECISIONS 21). */
+export const INTERRUPTED_TOOL_TEXT =
+  'Tool call interrupted: the server running it stopped before it finished. It may or may not have taken effect, and it was not run again.'
+
+/** Where a taken-over run starts again: its last checkpoint, and what the new owner knows of what came after it. */
+export interface RecoveryPlan {
+  boundary: CheckpointBoundary
+  /** The new owner's attempt (2, 3, ...). */
+  attempt: number
+  /** The text the interrupted model call had streamed after the checkpoint ('' when none). */
+  discardedText: string
+  /** Whether a started call of this tool may run again (TOOL_RETRY_SAFE). */
+  retrySafe: (name: string) => boolean
+  /** Told of each started call that is not run again. */
+  interrupted?: ((tool: string) => void) | undefined
+}
+
+/**
+ * Continues a run taken over from its last checkpoint: the `recovered` marker, then the turn's calls that had
+ * started get their stored result, run again (TOOL_RETRY_SAFE) or the interrupted text; calls that had not
+ * started run normally; then the run goes on as {@link drive} (an interrupted model call is issued again).
+ */
+export async function * recover (state: RunState, ports: RunPorts, options: RunOptions, plan: RecoveryPlan): AsyncGenerator<AgentEvent, RunState> {
+  throwIfAborted(options.signal)
+  yield { type: 'recovered', data: { attempt: plan.attempt, discarded_text: plan.discardedText } }
+  const started = plan.boundary === 'tools_started' || plan.boundary === 'tool_done'
+  if (state.status === 'running' && state.pending.length > 0) {
+    if (started) {
+      const runnable = state.pending.filter((call) => call.kind === 'run')
+      for (const call of runnable) {
+        const stored = state.results.find((result) => result.tool_use_id === call.id)
+        let outcome: ToolResult & { interrupted?: boolean }
+        if (stored !== undefined) {
+          outcome = { content: stored.content, isError: stored.is_error === true }
+        } else if (plan.retrySafe(call.name)) {
+          outcome = await execute(state, ports, call, state.results.length, options.signal)
+          throwIfAborted(options.signal)
+          state.results.push(resultBlock(call, outcome))
+        } else {
+          outcome = { content: INTERRUPTED_TOOL_TEXT, isError: true, interrupted: true }
+          plan.interrupted?.(call.name)
+          state.results.push(resultBlock(call, outcome))
+        }
+        yield * announceResult(state, call, outcome)
+      }
+      state.pending = state.pending.filter((call) => call.kind !== 'run')
+      if (options.checkpoint !== undefined) await options.checkpoint('tool_done', state)
+    }
+    const status = yield * finishTurn(state, ports, options)
+    if (status !== 'running') return state
+  } else if (state.status !== 'running') {
+    return state
+  }
+  return yield * drive(state, ports, { ...options, callsBefore: state.steps })
 }
 
 /** A finished run as answers report it. */

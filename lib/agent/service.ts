@@ -11,7 +11,9 @@ import { approvalView, pausedState } from './approvals.js'
 import type { StreamFormat } from './stream-format.js'
 import type { AgentEvent } from './events.js'
 import { watchFirstCall, type RunHooks, type RunObserver, type RunOutcome } from './hooks.js'
-import { drive, resume, resultOf, type AgentResult, type ApprovalDecision, type ToolPort } from './run.js'
+import {
+  drive, recover, resume, resultOf, type AgentResult, type ApprovalDecision, type Checkpoint, type RecoveryPlan, type RunOptions, type ToolPort,
+} from './run.js'
 import type { RunSpec } from './spec.js'
 import { continuedState, newRunState, type RunState } from './state.js'
 import { UsageTally, type PriceLookup } from './usage.js'
@@ -55,6 +57,8 @@ export interface AgentSettings {
   memoryMaxTokens: number
   /** Max output tokens of `model` when the request names none. */
   defaultMaxTokens: (model: string) => number
+  /** Repair calls after a JSON answer that fails its check (STRUCTURED_OUTPUT_RETRIES; default 1). */
+  structuredOutputRetries?: number | undefined
 }
 
 /** What the service talks to. */
@@ -97,6 +101,8 @@ export interface EventSink {
   takeError? (error: unknown): boolean
   /** The conversation's memory could not be saved: a JSON answer fails with it; without it, only logged (a stream is under way). */
   saveFailed? (error: unknown): void
+  /** A durable run's sink saves the run's state at each step boundary (DECISIONS 21); none: nothing is saved. */
+  checkpoint?: Checkpoint | undefined
 }
 
 /** A run made ready: its state, hooks, and who and what it is logged under. */
@@ -112,6 +118,8 @@ export interface PreparedRun {
   decisions?: ReadonlyMap<string, ApprovalDecision> | undefined
   /** The approvals issued when the run paused (for the formats and answers). */
   approvals?: ApprovalRecord[] | undefined
+  /** A durable run taken over from its last checkpoint (DECISIONS 21). */
+  recovery?: RecoveryPlan | undefined
 }
 
 /** How a run's error ends the hooks' view of it. */
@@ -199,6 +207,9 @@ export function createAgentService (ports: AgentPorts) {
       // Gateway mode makes one model call: its tool calls go back to the client.
       maxIterations: spec.clientTools === undefined ? settings.maxIterations : 1,
       maxToolCallsPerTurn: settings.maxToolCallsPerTurn,
+      ...(spec.format === undefined
+        ? {}
+        : { format: spec.format, repairs: settings.structuredOutputRetries ?? 1, ...(spec.cutIsAnswer === true ? { cutIsAnswer: true } : {}) }),
     }, history.length === 0 ? [...spec.messages] : [...history, ...spec.messages])
     const conversationId = spec.memory?.id ?? spec.conversationId ?? context.requestId
     return startRun(context, dialect, { spec, state, owner, conversationId })
@@ -242,6 +253,7 @@ export function createAgentService (ports: AgentPorts) {
       usageSource: usage.source,
       model: usage.model,
       ...(error === undefined ? {} : { error }),
+      ...(run.state.structured?.outcome === undefined ? {} : { structuredOutcome: run.state.structured.outcome }),
     })).catch((failure: unknown) => context.log.error({ err: failure }, 'run hook failed'))
   }
 
@@ -251,6 +263,7 @@ export function createAgentService (ports: AgentPorts) {
    */
   function logConversation (context: RunContext, afterResponse: boolean, run: PreparedRun, text: string): void {
     const usage = new UsageTally(run.state.usage)
+    const format = run.state.settings.format
     const write = () => {
       // Bounded here for every backend: long texts cut, image bytes left out, the newest turns kept.
       ports.conversations.write(boundConversationRecord({
@@ -263,6 +276,7 @@ export function createAgentService (ports: AgentPorts) {
         usageSource: usage.source,
         ...(run.spec.user === undefined ? {} : { user: run.spec.user }),
         ...(run.approvals === undefined ? {} : { pendingApprovals: run.approvals.map(approvalView) }),
+        ...(format === undefined ? {} : { format: format.type === 'json_schema' ? { type: format.type, name: format.name } : { type: format.type } }),
         timestamp: new Date().toISOString(),
       })).catch((error: unknown) => { context.log.error({ err: error }, 'conversation log write failed') })
     }
@@ -294,24 +308,34 @@ export function createAgentService (ports: AgentPorts) {
       return send({ type: 'token', data })
     }
     const runPorts = {
-      provider: ports.provider, tools: ports.tools, observer: run.observer, needsApproval: ports.needsApproval, priceOf: ports.priceOf,
+      provider: ports.provider,
+      tools: ports.tools,
+      observer: run.observer,
+      needsApproval: ports.needsApproval,
+      priceOf: ports.priceOf,
+      identity: run.owner,
     }
-    const options = { streaming, signal: sink.signal, onToken }
+    const { checkpoint } = sink
+    const options: RunOptions = { streaming, signal: sink.signal, onToken, checkpoint }
     try {
-      // A fresh run drives; a continuation resumes its paused turn with the answers.
-      const events = run.decisions === undefined ? drive(run.state, runPorts, options) : resume(run.state, runPorts, options, run.decisions)
+      if (checkpoint !== undefined && run.recovery === undefined) await checkpoint('start', run.state)
+      // A fresh run drives; a continuation resumes its paused turn with the answers; a taken-over run recovers.
+      const events = run.recovery !== undefined
+        ? recover(run.state, runPorts, options, run.recovery)
+        : run.decisions === undefined ? drive(run.state, runPorts, options) : resume(run.state, runPorts, options, run.decisions)
       for (let step = await events.next(); step.done !== true; step = await events.next()) {
         const sent = send(step.value)
         if (sent !== undefined) await sent
       }
       run.approvals = await approvals.pause(run)
+      if (checkpoint !== undefined) await checkpoint('end', run.state)
       await remember(run).catch((error: unknown) => {
         if (sink.saveFailed !== undefined) sink.saveFailed(error)
         else context.log.error({ err: error }, 'session save failed during stream')
       })
       const paused = run.state.status === 'tool_calls_pending'
       await finish(context, run, paused ? 'paused' : 'final')
-      const ending = { usage: usage.report(), byModel: usage.byModel(), finishReason: run.state.lastStopReason }
+      const ending = { usage: usage.report(), byModel: usage.byModel(), finishReason: run.state.lastStopReason, refusal: run.state.refusal }
       const issued = new Map((run.approvals ?? []).map((approval) => [approval.callId, approvalView(approval)]))
       await sink.end(paused && format.paused !== undefined ? format.paused({ ...ending, pending: run.state.pending, approvals: issued }) : format.done(ending))
     } catch (error) {
@@ -350,9 +374,19 @@ export function createAgentService (ports: AgentPorts) {
     return { ...resultOf(run.state), approvals: run.approvals ?? [] }
   }
 
+  /**
+   * A durable run taken over by this process (DECISIONS 21), made ready from its last checkpoint: the same
+   * identity, model, settings, tools and conversation; new hooks (a new trace, budgets reserved here).
+   */
+  function prepareRecovery (context: RunContext, state: RunState, recovery: RecoveryPlan, conversationId: string, dialect: string): PreparedRun {
+    const spec: RunSpec = { model: state.settings.model, messages: [], tools: state.settings.tools, conversationId }
+    return startRun(context, dialect, { spec, state, owner: context.owner, conversationId, recovery })
+  }
+
   return {
     prepare,
     prepareContinuation,
+    prepareRecovery,
 
     /**
      * Runs the agent for a JSON answer: memory loaded and saved (a store failure is a 503), hooks told, the
@@ -366,7 +400,6 @@ export function createAgentService (ports: AgentPorts) {
 
     /** Drives a prepared run (fresh or continued) for a JSON answer (see `json`). */
     answer: runJson,
-
 
     waitingApprovals: approvals.waitingApprovals,
     dropWaiting: approvals.dropWaiting,

@@ -2,6 +2,7 @@
 import type { ChatTurn, ToolSpec } from '../domain/types.js'
 import type { AnswerScope } from './approvals.js'
 import type { ToolChoice } from './state.js'
+import type { OutputFormat } from '../domain/output-format.js'
 
 /** What a route asks of a run; every field it leaves out takes the configured default. */
 export interface RunSpec {
@@ -46,4 +47,11 @@ export interface RunSpec {
    * need approval are not offered to the model.
    */
   approval?: AnswerScope | undefined
+  /** A JSON answer the client asked for (README "Structured outputs"): held back, checked, repaired; none: text. */
+  format?: OutputFormat | undefined
+  /**
+   * A JSON answer cut at max tokens is the answer as written, marked by its stop reason (the /v1 dialects:
+   * `finish_reason: "length"`, `incomplete`), rather than the out-of-repairs error (own routes).
+   */
+  cutIsAnswer?: boolean | undefined
 }

@@ -3,6 +3,7 @@ import type { Static } from 'typebox'
 import type { ToolCall } from '../../schemas/chat.js'
 import type { ChatTurn, ToolResultBlock, ToolSpec } from '../domain/types.js'
 import type { UsageSource } from '../domain/types.js'
+import type { OutputFormat } from '../domain/output-format.js'
 
 /** Bumped whenever the shape changes: a stored state of another version is not continued. */
 export const RUN_STATE_VERSION = 1
@@ -32,7 +33,16 @@ export interface RunSettings {
   maxIterations: number
   /** Tool calls of one model turn that run (MAX_TOOL_CALLS_PER_TURN); the rest get an error result. */
   maxToolCallsPerTurn: number
+  /** The JSON answer asked for (README "Structured outputs"); absent: text. */
+  format?: OutputFormat | undefined
+  /** Repair calls after a final answer that fails the check (STRUCTURED_OUTPUT_RETRIES). */
+  repairs?: number | undefined
+  /** A JSON answer cut at max tokens is answered as written (see RunSpec.cutIsAnswer). */
+  cutIsAnswer?: boolean | undefined
 }
+
+/** How a run that asked for JSON reached its answer (agent_structured_outputs_total{outcome}). */
+export type StructuredOutcome = 'valid' | 'repaired' | 'invalid' | 'refusal' | 'length'
 
 /** How the model may use the tools it is offered. */
 export type ToolChoice = { type: 'auto' } | { type: 'any' } | { type: 'none' } | { type: 'tool', name: string }
@@ -94,6 +104,12 @@ export interface RunState {
   lastStopReason: string | null
   /** The tool calls that ran, in order. */
   toolCalls: ToolCallRecord[]
+  /** With a JSON format: the parsed answer once it passed the check. */
+  output?: unknown
+  /** With a JSON format: the model's refusal text (no answer then). */
+  refusal?: string | undefined
+  /** With a JSON format: how the answer was reached, and the repair calls made. */
+  structured?: { outcome?: StructuredOutcome | undefined, repairs: number, from?: number | undefined } | undefined
 }
 
 /** A new run's state: nothing sent yet. */
@@ -129,7 +145,22 @@ export function continuedState (paused: RunState): RunState {
   }
 }
 
-/** Whether `value` is a run state this code can continue (a stored state of another version is not). */
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
+const STATUSES: readonly unknown[] = ['running', 'final', 'tool_calls_pending']
+
+/**
+ * Whether `value` is a run state this code can continue: the current version, and its shape (a stored state of
+ * another version, or one whose fields are not what this version writes, is refused alike).
+ */
 export function isRunState (value: unknown): value is RunState {
-  return typeof value === 'object' && value !== null && (value as { version?: unknown }).version === RUN_STATE_VERSION
+  if (!isObject(value) || value['version'] !== RUN_STATE_VERSION) return false
+  const { settings, usage } = value
+  return isObject(settings) && typeof settings['model'] === 'string' && typeof settings['maxTokens'] === 'number' &&
+    Array.isArray(settings['tools']) && typeof settings['maxIterations'] === 'number' && typeof settings['maxToolCallsPerTurn'] === 'number' &&
+    Array.isArray(value['turns']) && value['turns'].every((turn) => isObject(turn) && (turn['role'] === 'user' || turn['role'] === 'assistant')) &&
+    typeof value['inputLength'] === 'number' && STATUSES.includes(value['status']) &&
+    Array.isArray(value['pending']) && value['pending'].every((call) => isObject(call) && typeof call['id'] === 'string' && typeof call['name'] === 'string') &&
+    Array.isArray(value['results']) && isObject(usage) && isObject(usage['byModel']) && typeof usage['model'] === 'string' &&
+    typeof value['steps'] === 'number' && typeof value['content'] === 'string' && Array.isArray(value['toolCalls']) &&
+    (value['lastStopReason'] === null || typeof value['lastStopReason'] === 'string')
 }

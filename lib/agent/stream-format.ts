@@ -10,6 +10,8 @@ export interface StreamEnding {
   byModel?: ReadonlyMap<string, UsageSummary> | undefined
   /** The provider's stop reason of the last model call (`end_turn`, `max_tokens`, `stop`, `length`, ...). */
   finishReason: string | null
+  /** With a JSON format: the model's refusal text, when it refused (README "Structured outputs"). */
+  refusal?: string | undefined
 }
 
 /** A paused run's ending: the calls that wait for a person (approval) or the client (gateway mode). */

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto'
 import type { RunHooks, RunInfo } from '../agent/hooks.js'
 import { HttpError } from '../domain/errors.js'
 import type { ModelTarget } from '../llm/hooks.js'
-import { estimateTextTokens, estimateTokens } from '../llm/tokens.js'
+import { estimateInputTokens } from '../llm/tokens.js'
 import type { ModelRequest } from '../llm/types.js'
 import type { Usage } from '../domain/types.js'
 import { costNano, reserveNano, usdOfNano, type ModelPrice } from '../config/prices.js'
@@ -55,13 +55,7 @@ export function windowHeaders (window: WindowState): Record<string, string> {
   }
 }
 
-/** At least one token per 4 characters of everything sent: messages, system prompt, tool definitions. */
-export function estimateInputTokens (request: ModelRequest): number {
-  let tokens = estimateTokens(request.messages)
-  if (request.system !== undefined) tokens += estimateTextTokens(request.system)
-  if (request.tools !== undefined && request.tools.length > 0) tokens += estimateTextTokens(JSON.stringify(request.tools))
-  return tokens
-}
+export { estimateInputTokens } from '../llm/tokens.js'
 
 /** The normalised usage of a call (cache parts of `input_tokens`, 0 when the provider reported none). */
 export function settledUsage (usage: Usage | undefined): SettledUsage {

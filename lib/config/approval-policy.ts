@@ -3,12 +3,12 @@
 /** What an entry may hold: the characters of a tool name, and `*` for any run of them. */
 const ENTRY = /^[A-Za-z0-9_*-]+$/
 
-/** The entries of TOOL_APPROVAL_REQUIRED, or an error naming the setting and the bad entry. */
-export function parseApprovalPatterns (value: string): string[] {
+/** The entries of a tool pattern list (TOOL_APPROVAL_REQUIRED, TOOL_RETRY_SAFE), or an error naming the setting and the bad entry. */
+export function parseApprovalPatterns (value: string, setting = 'TOOL_APPROVAL_REQUIRED'): string[] {
   const entries = value.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '')
   for (const entry of entries) {
     if (!ENTRY.test(entry)) {
-      throw new Error(`TOOL_APPROVAL_REQUIRED entry ${JSON.stringify(entry)} may hold only A-Z a-z 0-9 _ - and *`)
+      throw new Error(`${setting} entry ${JSON.stringify(entry)} may hold only A-Z a-z 0-9 _ - and *`)
     }
   }
   return entries

@@ -122,10 +122,19 @@ export function resolveConfig (env: Env, vars: Variables = {}) {
     throw new ConfigError(`Invalid configuration: ${(error as Error).message}`)
   }
   let approvalPatterns: string[]
+  let retrySafePatterns: string[]
   try {
     approvalPatterns = parseApprovalPatterns(env.TOOL_APPROVAL_REQUIRED)
+    retrySafePatterns = parseApprovalPatterns(env.TOOL_RETRY_SAFE, 'TOOL_RETRY_SAFE')
   } catch (error) {
     throw new ConfigError(`Invalid configuration: ${(error as Error).message}`)
+  }
+  const perIdentity = env.MAX_CONCURRENT_REQUESTS_PER_IDENTITY ?? Math.ceil(env.MAX_CONCURRENT_REQUESTS / 2)
+  if (perIdentity > env.MAX_CONCURRENT_REQUESTS) {
+    throw new ConfigError(`Invalid configuration: MAX_CONCURRENT_REQUESTS_PER_IDENTITY must not exceed MAX_CONCURRENT_REQUESTS (${env.MAX_CONCURRENT_REQUESTS}) (got ${perIdentity})`)
+  }
+  if (env.DURABLE_RUNS && env.REDIS_URL === '') {
+    throw new ConfigError('Invalid configuration: DURABLE_RUNS=true needs REDIS_URL (durable runs live in Redis)')
   }
   const corsOrigins = splitList(env.CORS_ORIGINS)
   // Client-visible names (`provider:` prefixes dropped), the default first; one route per name (README, "Models and providers").
@@ -133,6 +142,8 @@ export function resolveConfig (env: Env, vars: Variables = {}) {
   return {
     ...env,
     LOG_LEVEL: logLevel as LogLevel,
+    /** Slots one identity may hold (DECISIONS 9): half of MAX_CONCURRENT_REQUESTS, rounded up, unless set. */
+    MAX_CONCURRENT_REQUESTS_PER_IDENTITY: perIdentity,
     provider,
     defaultModel,
     models,
@@ -146,6 +157,8 @@ export function resolveConfig (env: Env, vars: Variables = {}) {
     trustProxy: resolveTrustProxy(env.TRUST_PROXY),
     /** TOOL_APPROVAL_REQUIRED's entries (README "Tool approval"). */
     approvalPatterns,
+    /** TOOL_RETRY_SAFE's entries (DECISIONS 21). */
+    retrySafePatterns,
     /** The documents of KNOWLEDGE_BASE_FILE; undefined without it (the built-in documents answer). */
     /** The OTEL_* variables, from the same merged source as the settings (tracing reads them). */
     otelVariables: otelVariables(vars),

@@ -10,6 +10,9 @@ export const ModelsFileEntry = Type.Object({
   api_key_env: Type.Optional(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$', description: 'Name of the variable holding the key (never the key itself)' })),
   fallbacks: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { description: 'Models tried in order when this one fails before its first output; default FALLBACK_MODELS' })),
   max_tokens: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000, description: 'Default max output tokens when a request names none' })),
+  structured_outputs: Type.Optional(Type.Union([Type.Literal('native'), Type.Literal('prompt')], {
+    description: 'How a JSON answer is asked for (README "Structured outputs"): `native` (default: the provider\'s own form) or `prompt` (the system prompt)',
+  })),
   // Checked by lib/budgets/prices.ts, whose errors name the field (`price.output`).
   price: Type.Optional(Type.Unknown({ description: 'USD per million tokens: {input, output, cache_read?, cache_write?}' })),
 }, { additionalProperties: false })

@@ -22,6 +22,8 @@ export interface ModelRoute {
   maxTokens?: number
   /** MODELS_FILE `price`. */
   price?: ModelPrice
+  /** MODELS_FILE `structured_outputs`: `prompt` asks for JSON in the system prompt; default native. */
+  structuredOutputs?: 'native' | 'prompt'
 }
 
 /** The resolved table: routes in order, the default model first among the allowed names. */
@@ -136,6 +138,7 @@ function fromFile (path: string, env: Env, vars: Record<string, string | undefin
       route.apiKey = endpoint.apiKey
     }
     if (entry.max_tokens !== undefined) route.maxTokens = entry.max_tokens
+    if (entry.structured_outputs !== undefined) route.structuredOutputs = entry.structured_outputs
     if (entry.price !== undefined) route.price = parseFilePrice(entry.price, where)
     if (endpoint !== undefined) {
       checkRoute(route, where, entry.api_key_env ?? `api_key_env or ${endpoint.keyVar}`,

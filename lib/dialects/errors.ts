@@ -1,6 +1,6 @@
 // One classification of every error a request can end in; each dialect renders the classes in its own body shape.
 import {
-  AgentError, ApprovalAnsweredError, ApprovalNotFoundError, HttpError, LLMServiceError, RefusalError, StoreUnavailableError, publicErrorText,
+  AgentError, ApprovalAnsweredError, ApprovalNotFoundError, HttpError, LLMServiceError, RefusalError, StoreUnavailableError, StructuredOutputError, publicErrorText,
 } from '../domain/errors.js'
 import { isAbortError } from '../llm/abort.js'
 import { RequestValidationError, toValidationIssues, type ValidationIssue } from '../input/validation.js'
@@ -43,6 +43,7 @@ function httpOf (error: Error): HttpError | undefined {
   if (!(error instanceof RefusalError)) return undefined
   if (error instanceof ApprovalNotFoundError) return new HttpError(404, error.message, {}, { cause: error })
   if (error instanceof ApprovalAnsweredError) return new HttpError(409, error.message, {}, { cause: error })
+  if (error instanceof StructuredOutputError) return new HttpError(502, error.message, {}, { cause: error })
   if (error instanceof StoreUnavailableError) return new HttpError(503, error.message, { 'retry-after': '1' }, { cause: error.cause })
   return new HttpError(400, error.message, {}, { cause: error })
 }

@@ -44,6 +44,17 @@ export class HttpError extends Error {
  */
 export abstract class RefusalError extends Error {}
 
+/**
+ * A JSON answer that failed its check with no repair left, or was cut at max tokens (README "Structured outputs"):
+ * 502 `{detail: "Structured output invalid: <problems>"}`; /v1 names it with code `structured_output_invalid`.
+ */
+export class StructuredOutputError extends RefusalError {
+  override name = 'StructuredOutputError'
+  constructor (readonly problems: readonly string[]) {
+    super(`Structured output invalid: ${problems.join('; ')}`)
+  }
+}
+
 /** A continuation names an approval that is not there (unknown, expired, another identity's or scope's). */
 export class ApprovalNotFoundError extends RefusalError {
   override name = 'ApprovalNotFoundError'

@@ -2,7 +2,9 @@
 // stream's log, and a sink that holds payloads back until the stream opens (StreamFormat.opening).
 import type { EventSink } from '../agent/service.js'
 import { isAbortError } from '../llm/abort.js'
-import type { StreamProducer } from '../stores/stream-log.js'
+import { HANDOVER, SUPERSEDED, type StreamProducer } from '../stores/stream-log.js'
+import type { Checkpoint } from '../agent/run.js'
+import type { StoredCheckpoint } from '../agent/durable.js'
 import type { SseWriter } from './sse.js'
 
 /** The sink of a plain stream: the client's own SSE response; the client leaving (the writer's signal) aborts the run. */
@@ -32,6 +34,7 @@ export interface LogTarget {
  */
 export function streamLogSink (target: LogTarget): EventSink {
   const { producer, signal } = target
+  const { checkpoint } = producer
   return {
     // Logged when the run ends, not when this client leaves.
     logAfterResponse: false,
@@ -44,8 +47,14 @@ export function streamLogSink (target: LogTarget): EventSink {
     },
     abortMessage: () => {
       const reason: unknown = signal.reason
+      // A durable run handed over or taken by another replica ends nothing: the run goes on there (DECISIONS 21).
+      if (reason instanceof Error && (reason.message === HANDOVER || reason.message === SUPERSEDED)) return undefined
       return reason instanceof Error && reason.message !== '' ? reason.message : 'Cancelled'
     },
+    // A durable run saves its state, with the events before it, at every step boundary.
+    ...(checkpoint === undefined
+      ? {}
+      : { checkpoint: async (boundary, state) => { await checkpoint(JSON.stringify({ boundary, state } satisfies StoredCheckpoint)) } }),
   }
 }
 
@@ -59,6 +68,8 @@ export interface HeldSinkOptions {
   keepEarlyError?: boolean | undefined
   /** Awaited before the payloads that end the stream. */
   beforeEnd?: (() => Promise<void>) | undefined
+  /** A durable run: its checkpoints are held in order with its payloads, and passed on once the stream opens. */
+  checkpoints?: boolean | undefined
 }
 
 /**
@@ -70,7 +81,8 @@ export interface HeldSinkOptions {
 export function heldSink (options: HeldSinkOptions) {
   const controller = new AbortController()
   let target: EventSink | undefined
-  const held: string[] = []
+  /** Payloads, and a durable run's checkpoints (copies: the run goes on changing its state), in their order. */
+  const held: Array<string | Parameters<Checkpoint>> = []
   let ending: readonly string[] | undefined
   let closed = false
   /** Opened: from then on the target's signal tells that the client left. */
@@ -121,6 +133,14 @@ export function heldSink (options: HeldSinkOptions) {
           },
         }
       : {}),
+    ...(options.checkpoints === true
+      ? {
+          checkpoint: async (boundary, state) => {
+            if (target?.checkpoint !== undefined) await target.checkpoint(boundary, state)
+            else held.push([boundary, structuredClone(state)])
+          },
+        }
+      : {}),
   }
   return {
     sink,
@@ -128,7 +148,10 @@ export function heldSink (options: HeldSinkOptions) {
     async open (opened: EventSink): Promise<void> {
       follow(opened)
       // In order: what the run sends meanwhile is held too, until nothing is left.
-      while (held.length > 0) await opened.send(held.shift() as string)
+      for (let next = held.shift(); next !== undefined; next = held.shift()) {
+        if (typeof next === 'string') await opened.send(next)
+        else await opened.checkpoint?.(...next)
+      }
       target = opened
       if (ending !== undefined) await opened.end(ending)
       if (closed) opened.close()

@@ -1,10 +1,11 @@
 // The model router (README "Models and providers"): one provider per model name, fallback before the first output, cooldown.
+import { withFormatInstruction } from '../domain/output-format.js'
 import { LLMServiceError } from '../domain/errors.js'
 import { isAbortError } from './abort.js'
 import type { ModelCallEnd, ModelCallObserver } from './hooks.js'
 import { withLimiter, type Limiter } from './limiter.js'
 import { isRetryableError } from './retry.js'
-import { cutCallUsage } from './tokens.js'
+import { CallMeter } from './cut-usage.js'
 import type { LLMProvider, ModelFallback, ModelRequest, ModelResponse, ModelStreamEvent } from './types.js'
 import type { Usage } from '../domain/types.js'
 
@@ -22,6 +23,15 @@ export interface RouterModel {
   /** Provider kind (`anthropic`, `openai`, `offline`) and base URL, as hooks see them; default the provider's name. */
   kind?: string
   baseURL?: string | undefined
+  /** MODELS_FILE `structured_outputs: prompt`: a JSON format is asked in the system prompt, not natively. */
+  promptFormat?: boolean | undefined
+}
+
+/** A request as `model` takes it: in prompt mode a JSON format becomes the system prompt's instruction (README "Structured outputs"). */
+function forModel (request: ModelRequest, model: RouterModel): ModelRequest {
+  if (model.promptFormat !== true || request.format === undefined) return { ...request, model: model.upstream }
+  const { format, ...rest } = request
+  return { ...rest, model: model.upstream, system: withFormatInstruction(request.system, format) }
 }
 
 /** What {@link ModelRouterOptions.onFallback} is told (the request's hooks are told the same, without the error). */
@@ -56,6 +66,27 @@ function answered (message: ModelResponse): ModelCallEnd {
 /** A model observer's end for a failure (an abort is `aborted`). */
 function failure (error: unknown): ModelCallEnd {
   return { outcome: isAbortError(error) ? 'aborted' : 'error', error }
+}
+
+/** `ended` with the lower-bound usage of the cut call `meter` measured (DECISIONS 13), when it used any. */
+function cut (meter: CallMeter, ended: ModelCallEnd): ModelCallEnd {
+  const used = meter.cut(ended.outcome === 'error' ? 'error' : 'aborted')
+  return used === undefined ? ended : { ...ended, usage: used.usage, usageSource: used.source }
+}
+
+/** The observer the provider gets: the hooks' one, and the meter told when the request goes upstream. */
+function metered (observer: ModelCallObserver | undefined, meter: CallMeter): ModelCallObserver {
+  return {
+    begin () {
+      meter.sent()
+      observer?.begin?.()
+    },
+    attempt (n) {
+      meter.sent()
+      return observer?.attempt?.(n)
+    },
+    end: async (result) => { await observer?.end(result) },
+  }
 }
 
 function field (error: unknown, key: string): unknown {
@@ -210,12 +241,16 @@ export function createModelRouter (options: ModelRouterOptions): ModelRouter {
       for (let i = 0; ; i++) {
         const model = chain[i] as RouterModel
         const observer = await observe(request, model, i, false)
+        // A call left midway (the client of a JSON request left) is settled with what it used at least: its input.
+        const meter = new CallMeter(request)
         try {
-          const message = report(await slotted(model.provider).complete({ ...request, model: model.upstream, observer }), model)
+          const message = report(await slotted(model.provider).complete({ ...forModel(request, model), observer: metered(observer, meter) }), model)
           await observer?.end(answered(message))
           return message
         } catch (error) {
-          await observer?.end(failure(error))
+          const ended = cut(meter, failure(error))
+          if (ended.usage !== undefined) request.onCut?.({ usage: ended.usage, source: ended.usageSource === 'partial' ? 'partial' : 'estimated' })
+          await observer?.end(ended)
           if (!failed(request, model, chain[i + 1], error)) throw error
         }
       }
@@ -228,37 +263,40 @@ export function createModelRouter (options: ModelRouterOptions): ModelRouter {
         const observer = await observe(request, model, i, true)
         let output = false
         let ended = false
-        // What a cut call used: the provider's counts so far, else an estimate of what it wrote.
-        let reported: Usage | undefined
-        let writtenChars = 0
-        const onUsage = (usage: Usage): void => { reported = usage; request.onUsage?.(usage) }
-        const cut = (outcome: ModelCallEnd): ModelCallEnd => {
-          const used = cutCallUsage(reported, request.messages, writtenChars)
-          return used === undefined ? outcome : { ...outcome, usage: used.usage, usageSource: used.source }
+        // What a cut call used at least: the provider's counts so far, the input sent, the output received.
+        const meter = new CallMeter(request)
+        const end = async (result: ModelCallEnd): Promise<void> => {
+          ended = true
+          const settled = result.outcome === 'ok' ? result : cut(meter, result)
+          if (result.outcome !== 'ok' && settled.usage !== undefined) {
+            request.onCut?.({ usage: settled.usage, source: settled.usageSource === 'partial' ? 'partial' : 'estimated' })
+          }
+          await observer?.end(settled)
         }
+        const onUsage = (usage: Usage): void => { meter.reported(usage); request.onUsage?.(usage) }
+        const onToolArguments = (chars: number): void => { meter.toolArguments(chars) }
         try {
-          for await (const event of slotted(model.provider).stream({ ...request, model: model.upstream, observer, onUsage })) {
+          const upstream = { ...forModel(request, model), observer: metered(observer, meter), onUsage, onToolArguments }
+          for await (const event of slotted(model.provider).stream(upstream)) {
             if (event.type === 'message') {
               const message = report(event.message, model)
-              ended = true
-              await observer?.end(answered(message))
+              await end(answered(message))
               yield { type: 'message', message }
               return
             }
             if (!output) observer?.firstOutput?.()
             output = true
-            writtenChars += event.text.length
+            meter.text(event.text.length)
             yield event
           }
           return
         } catch (error) {
-          ended = true
-          await observer?.end(cut(failure(error)))
+          await end(failure(error))
           // Once output reached the caller, the answer is this model's: no fallback.
           if (output || !failed(request, model, chain[i + 1], error)) throw error
         } finally {
           // Returned early by the consumer (an abort that never resumed the generator): the call was cut.
-          if (!ended) await observer?.end(cut({ outcome: 'aborted' }))
+          if (!ended) await end({ outcome: 'aborted' })
         }
       }
     },

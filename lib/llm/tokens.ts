@@ -1,5 +1,6 @@
 // The one token estimator: offline usage figures and session-memory trimming count tokens the same way.
-import type { ChatTurn, ContentBlock, Usage } from '../domain/types.js'
+import type { ChatTurn, ContentBlock } from '../domain/types.js'
+import { formatInputText, type OutputFormat } from '../domain/output-format.js'
 
 /** Estimated tokens an image costs, whatever its size (the API bills roughly this for a mid-size image). */
 export const IMAGE_TOKEN_ESTIMATE = 1500
@@ -58,18 +59,20 @@ export function estimateTokens (turns: ChatTurn | readonly ChatTurn[]): number {
   return total
 }
 
-/**
- * The usage of a call cut short: the counts the provider had reported so far (`partial`), else, when it
- * wrote something, an estimate of what was sent and written (`estimated`); undefined when nothing was used.
- */
-export function cutCallUsage (
-  reported: Usage | undefined, messages: ChatTurn[], writtenChars: number
-): { usage: Usage, source: 'partial' | 'estimated' } | undefined {
-  if (reported !== undefined) return { usage: reported, source: 'partial' }
-  if (writtenChars === 0) return undefined
-  return {
-    // An assistant turn of that text: only its length matters, so none is kept.
-    usage: { input_tokens: estimateTokens(messages), output_tokens: turnTokens(writtenChars) },
-    source: 'estimated',
-  }
+/** What is sent of a model request, for {@link estimateInputTokens} (a ModelRequest has these). */
+export interface SentRequest {
+  messages: readonly ChatTurn[]
+  system?: string | undefined
+  tools?: readonly unknown[] | undefined
+  format?: OutputFormat | undefined
+}
+
+/** At least one token per 4 characters of everything sent: messages, system prompt, tool definitions (DECISIONS 19). */
+export function estimateInputTokens (request: SentRequest): number {
+  let tokens = estimateTokens(request.messages)
+  if (request.system !== undefined) tokens += estimateTextTokens(request.system)
+  if (request.tools !== undefined && request.tools.length > 0) tokens += estimateTextTokens(JSON.stringify(request.tools))
+  // A JSON format goes upstream too: its schema (or the instruction) counts (DECISIONS 22).
+  if (request.format !== undefined) tokens += estimateTextTokens(formatInputText(request.format))
+  return tokens
 }

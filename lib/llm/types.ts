@@ -1,5 +1,6 @@
 // The provider interface every model backend implements (Anthropic, OpenAI-compatible, offline), in Messages API terms.
 import type { ChatTurn, TextBlock, ToolSpec, ToolUseBlock, Usage } from '../domain/types.js'
+import type { OutputFormat } from '../domain/output-format.js'
 
 export interface ModelRequest {
   model: string
@@ -13,11 +14,22 @@ export interface ModelRequest {
   /** How the model may use `tools` (`any`: it must call one; `tool`: that one); default auto. Providers map it. */
   toolChoice?: { type: 'auto' } | { type: 'any' } | { type: 'tool', name: string } | undefined
   signal?: AbortSignal
+  /** Who the call is for (7's identity): concurrency slots are shared fairly between identities (9). */
+  identity?: string | undefined
+  /** The JSON answer asked for: each provider asks for it its own way (README "Structured outputs"). */
+  format?: OutputFormat | undefined
   /**
    * Told the counts so far whenever the provider learns them (Anthropic: input at message start, then a
    * running output total); each call replaces the last. A stream cut short is billed by the last one.
    */
   onUsage?: (usage: Usage) => void
+  /** Told the length of each piece of tool-call arguments as it arrives (a cut call is charged at least for it). */
+  onToolArguments?: (chars: number) => void
+  /**
+   * Told, when the call is cut short or fails after it was sent, the usage it is settled with: a lower bound of what
+   * the provider charges (DECISIONS 13), before the error or the end of the call reaches the caller.
+   */
+  onCut?: (cut: { usage: Usage, source: 'partial' | 'estimated' }) => void
   /** Hooks around each model of the call (the router calls them: budgets, metrics, traces). */
   hooks?: ModelCallHooks | undefined
   /** Set by the router for the provider: told about each HTTP attempt (its `headers` go upstream). */

@@ -2,6 +2,7 @@
 import type { CallOutcome } from '../llm/hooks.js'
 import type { Usage } from '../domain/types.js'
 import type { RunHooks } from '../agent/hooks.js'
+import type { StructuredOutcome } from '../agent/state.js'
 
 /** The metrics these hooks feed (prom-client counters and histograms fit). */
 export interface RunMetrics {
@@ -12,6 +13,8 @@ export interface RunMetrics {
   llmFallbacks: { inc (labels: { from: string, to: string }): void }
   toolApprovalRequests: { inc (labels: { tool: string }): void }
   toolApprovals: { inc (labels: { tool: string, decision: 'approved' | 'denied' | 'superseded' }): void }
+  /** agent_structured_outputs_total (README "Structured outputs"). */
+  structuredOutputs?: { inc (labels: { outcome: StructuredOutcome }): void }
 }
 
 /** Metrics as run hooks: every model call (from its slot to its end) and fallback, tool run, approval and run's tokens. */
@@ -39,6 +42,7 @@ export function createMetricsHooks (metrics: RunMetrics): RunHooks {
         end: (result) => { metrics.toolCalls.inc({ tool: call.source === 'unknown' ? 'unknown' : call.name, outcome: result.isError ? 'error' : 'ok' }) },
       }),
       end (result) {
+        if (result.structuredOutcome !== undefined) metrics.structuredOutputs?.inc({ outcome: result.structuredOutcome })
         // However the run ended: a failed or cut call counts what it used.
         for (const [model, usage] of result.usageByModel as ReadonlyMap<string, Usage>) {
           metrics.llmTokens.inc({ model, type: 'input' }, usage.input_tokens)

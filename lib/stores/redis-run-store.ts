@@ -1,6 +1,8 @@
 // Redis store of paused runs (README "Tool approval"): every key of one owner under one hash tag, each change one Lua script.
 import { hashKey, type RedisConnection } from './redis-client.js'
 import { defineScript } from './redis/scripts.js'
+import type { RedisStoredState } from './redis/stored-state.js'
+import { storedBytes } from './stored-state.js'
 import type { AnswerOutcome, ApprovalEntry, ApprovalFamily, PausedRun, RunStore, RunStoreOptions } from './run-store.js'
 
 // KEYS: run, scope pointer ('' scope: unused), approval... ARGV: run JSON, run id, ttl ms, retain ms, family, scope.
@@ -60,7 +62,8 @@ function parseRun (json: unknown): PausedRun | null {
  * (the scope's waiting run id, as long) and `<prefix>approval:{h}:<approval id>` (a hash: run, family, scope,
  * status; expiring `ttlSeconds` after the pause, answered or not). The owner, often an API key, appears only hashed.
  */
-export function createRedisRunStore (redis: RedisConnection, options: RunStoreOptions & { prefix: string }): RunStore {
+export function createRedisRunStore (redis: RedisConnection, options: RunStoreOptions & { prefix: string, state?: RedisStoredState | undefined }): RunStore {
+  const { state } = options
   const { prefix } = options
   const ttlMs = Math.max(1, Math.round(options.ttlSeconds * 1000))
   const retainMs = Math.max(ttlMs, Math.round(options.retainSeconds * 1000))
@@ -75,13 +78,18 @@ export function createRedisRunStore (redis: RedisConnection, options: RunStoreOp
     if (runId === null) return null
     const run = parseRun(await redis.get(runKey(owner, runId)))
     const keys = [pointer, runKey(owner, runId), ...(run?.approvals ?? []).map((a) => approvalKey(owner, a.id))]
-    return parseRun(await TAKE.run(redis, keys, [runId, status]))
+    const taken = parseRun(await TAKE.run(redis, keys, [runId, status]))
+    if (taken !== null) await state?.release(owner, 'paused', runId)
+    return taken
   }
 
   return {
     async save (owner, run) {
+      const json = JSON.stringify(run)
+      // Counted first (STORED_STATE_MAX_MB, shared by every replica): a run that cannot fit throws, nothing is saved.
+      await state?.admit(owner, 'paused', run.runId, storedBytes(json))
       const keys = [runKey(owner, run.runId), scopeKey(owner, run.family, run.scope), ...run.approvals.map((a) => approvalKey(owner, a.id))]
-      await SAVE.run(redis, keys, [JSON.stringify(run), run.runId, ttlMs, retainMs, run.family, run.scope])
+      await SAVE.run(redis, keys, [json, run.runId, ttlMs, retainMs, run.family, run.scope])
     },
 
     async lookup (owner, ids) {
@@ -112,6 +120,7 @@ export function createRedisRunStore (redis: RedisConnection, options: RunStoreOp
       const [outcome, json] = reply as [string, string | undefined]
       if (outcome === 'ok') {
         const answered = parseRun(json)
+        await state?.release(owner, 'paused', runId)
         if (answered !== null) return { ok: true, run: answered }
       }
       return { ok: false, reason: outcome === 'answered' ? 'answered' : 'gone' }

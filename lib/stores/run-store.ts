@@ -1,4 +1,5 @@
 // Paused runs (README "Tool approval"): a run waiting for a person's answer, its approvals, and the atomic answer, in process or in Redis.
+import { storedBytes, type StoredStateLedger } from './stored-state.js'
 
 /** A paused run's state: plain JSON the agent reads back (lib/agent/state.ts). */
 export type PausedState = Record<string, unknown> | object
@@ -94,8 +95,8 @@ export interface RunStoreOptions {
 
 /** Options of the in-process store. */
 export interface MemoryRunStoreOptions extends RunStoreOptions {
-  /** Paused runs kept at most (MAX_SESSIONS); the oldest dropped first. */
-  maxRuns: number
+  /** The byte accounts shared with the response store (STORED_STATE_MAX_MB): a run that cannot fit is not saved. */
+  ledger: StoredStateLedger
   /** Epoch milliseconds (tests); default Date.now. */
   now?: () => number
 }
@@ -111,11 +112,21 @@ export function createMemoryRunStore (options: MemoryRunStoreOptions): RunStore 
   const approvals = new Map<string, MemoryApproval>()
   const scopes = new Map<string, string>()
   const scopeKey = (owner: string, family: ApprovalFamily, scope: string) => `${owner}\u0000${family}\u0000${scope}`
+  const ledgerKey = (runId: string) => `paused\u0000${runId}`
+  const { ledger } = options
+  // The ledger drops the oldest paused runs only when the process total is full and their identity over its share.
+  ledger.onDrop('paused', (key) => {
+    const runId = key.slice('paused\u0000'.length)
+    const dropped = runs.get(runId)
+    dropRun(runId)
+    for (const id of dropped?.approvalIds ?? []) approvals.delete(id)
+  })
 
   function dropRun (runId: string): void {
     const entry = runs.get(runId)
     if (entry === undefined) return
     runs.delete(runId)
+    ledger.release(ledgerKey(runId))
     const run = JSON.parse(entry.json) as PausedRun
     const key = scopeKey(entry.owner, run.family, run.scope)
     if (scopes.get(key) === runId) scopes.delete(key)
@@ -153,6 +164,8 @@ export function createMemoryRunStore (options: MemoryRunStoreOptions): RunStore 
   return {
     async save (owner, run) {
       const json = JSON.stringify(run)
+      // Counted first (STORED_STATE_MAX_MB): a run that cannot fit throws and nothing of it is kept.
+      ledger.admit(owner, ledgerKey(run.runId), 'paused', storedBytes(json))
       const entry = { owner, json, retainUntil: run.pausedAt + retainMs, approvalIds: run.approvals.map((a) => a.id) }
       runs.set(run.runId, entry)
       for (const approval of run.approvals) {
@@ -161,15 +174,8 @@ export function createMemoryRunStore (options: MemoryRunStoreOptions): RunStore 
         })
       }
       if (run.scope !== '') scopes.set(scopeKey(owner, run.family, run.scope), run.runId)
-      while (runs.size > options.maxRuns) {
-        const oldest = runs.keys().next()
-        if (oldest.done === true) break
-        const dropped = runs.get(oldest.value)
-        dropRun(oldest.value)
-        for (const id of dropped?.approvalIds ?? []) approvals.delete(id)
-      }
       // Answered approvals outlive their run until they expire (a late answer is 409): prune the expired ones.
-      if (approvals.size > options.maxRuns * 4) {
+      if (approvals.size > runs.size * 4 + 1000) {
         for (const [id, approval] of approvals) if (approval.expiresAt <= now()) approvals.delete(id)
       }
     },
@@ -221,6 +227,7 @@ export function createMemoryRunStore (options: MemoryRunStoreOptions): RunStore 
     },
 
     async close () {
+      for (const runId of runs.keys()) ledger.release(ledgerKey(runId))
       runs.clear()
       approvals.clear()
       scopes.clear()

@@ -22,6 +22,11 @@ export interface StreamStartOptions {
   interruptedPayload: string
   /** What later requests on the stream (a resume, a cancel) link to: the run's agent span as a `traceparent` value. */
   link?: string | undefined
+  /**
+   * A durable run (DECISIONS 21): the stream carries a fencing token and the run's checkpoints, and `record` (what
+   * another replica needs to take the run over, as JSON) is kept with it. Only a backend with `durable` takes it.
+   */
+  durable?: { record: string } | undefined
 }
 
 /** A stream as a reader sees it. */
@@ -50,6 +55,51 @@ export interface StreamProducer {
    * what the original connection follows (it works while a Redis backend is down). Stops when `signal` aborts.
    */
   follow (after: number, signal?: AbortSignal): AsyncIterableIterator<StreamEntry>
+  /**
+   * A durable run's checkpoint: stored with every event appended before it, in one atomic write fenced by the
+   * run's claim; resolves after the write attempt (while the backend is down, at once: the run goes on, not durable).
+   */
+  checkpoint? (json: string): Promise<void>
+  /** A durable run: the events as they are stored (not before), what its readers get; ends (no terminal) when cut. */
+  followStored? (after: number, signal?: AbortSignal): AsyncIterableIterator<StreamEntry>
+  /** A durable run handed over (SIGTERM): what was appended is written, then the lease is dropped for another replica. */
+  release? (): Promise<void>
+}
+
+/** The abort reasons of a durable run's producer that end nothing: another replica continues the run. */
+export const SUPERSEDED = 'Superseded'
+export const HANDOVER = 'Handover'
+
+/** A durable run whose owner's lease lapsed, claimed by this process (DECISIONS 21). */
+export interface ClaimedStream {
+  id: string
+  /** Continue it, end it as cancelled (a cancel came while its owner was gone), or end it as lost. */
+  outcome: 'resumed' | 'cancelled' | 'lost'
+  /** The claim's attempt (2, 3, ...). */
+  attempt: number
+  /** The last checkpoint ('' when none was stored) and the id of the last event stored before it. */
+  checkpoint: string
+  checkpointId: number
+  /** Id of the newest stored event. */
+  lastId: number
+  record: string
+  format: string
+  cancelledPayload: string
+  interruptedPayload: string
+  /** @internal the claim's fencing token and the stream's header. */
+  fence: string
+  ownerHash: string
+  link: string
+}
+
+/** What a backend that keeps durable runs offers beside the log (Redis). */
+export interface DurableStreams {
+  /** Claims every durable run whose owner's lease lapsed (each claim atomic: of two replicas one wins). */
+  claimLapsed (maxAttempts: number): Promise<ClaimedStream[]>
+  /** The producer of a claimed run: its writes carry the claim's fencing token and continue after its last event. */
+  adopt (claim: ClaimedStream): StreamProducer
+  /** The stored events after `after` up to `upTo`. */
+  range (id: string, after: number, upTo: number): Promise<StreamEntry[]>
 }
 
 /** Outcome of {@link StreamLog.cancel}. */
@@ -76,6 +126,8 @@ export interface StreamLog {
   cancel (id: string, owner: string): Promise<CancelOutcome>
   /** Stops timers and readers; running producers stop refreshing their leases (as if the process died). */
   close (): Promise<void>
+  /** Durable runs (DECISIONS 21); absent on a backend that cannot keep them (in process). */
+  readonly durable?: DurableStreams | undefined
 }
 
 /** Byte size of an entry as the in-process budgets count it. */

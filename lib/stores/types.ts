@@ -72,6 +72,8 @@ export interface ConversationRecord {
   user?: string
   /** A paused exchange's pending approvals (README "Tool approval"). */
   pendingApprovals?: Array<{ id: string, tool: string, args: Record<string, unknown>, expires_at: string }>
+  /** The JSON answer asked for (README "Structured outputs"): its type and name, not the schema. */
+  format?: { type: 'json_object' | 'json_schema', name?: string }
   /** ISO 8601, UTC. */
   timestamp: string
 }

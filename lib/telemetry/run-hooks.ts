@@ -1,7 +1,7 @@
 // Traces as run hooks (README "Traces"): an agent span per run, a chat span per model call attempt, a tool
 // span per tool execution. Spans are parented explicitly (no global context manager is registered).
 import {
-  ROOT_CONTEXT, SpanKind, SpanStatusCode, defaultTextMapSetter, trace,
+  ROOT_CONTEXT, SpanKind, SpanStatusCode, defaultTextMapGetter, defaultTextMapSetter, trace,
   type Attributes, type Context, type HrTime, type Span, type Tracer, type TextMapPropagator,
 } from '@opentelemetry/api'
 import { hrTime } from '@opentelemetry/core'
@@ -105,6 +105,7 @@ function chatHooks (options: TracingHooksOptions, run: RunInfo, state: RunSpans,
       }
       if (request.temperature !== undefined) base['gen_ai.request.temperature'] = request.temperature
       if (target.stream === true) base['gen_ai.request.stream'] = true
+      if (request.format !== undefined) base['gen_ai.output.type'] = 'json'
       if (!offline) {
         const server = serverOf(target.baseURL)
         if (server.address !== undefined) {
@@ -238,6 +239,12 @@ function agentErrorType (result: RunEnd, state: RunSpans): string {
 export function createTracingRunHooks (options: TracingHooksOptions): RunHooks {
   const { tracer } = options
   return {
+    // A resume or a cancel links its server span to the run it follows.
+    followed ({ parent, link }) {
+      const span = trace.getSpan(parentContext(parent))
+      const context = trace.getSpanContext(options.propagator.extract(ROOT_CONTEXT, { traceparent: link }, defaultTextMapGetter))
+      if (span !== undefined && context !== undefined) span.addLink({ context })
+    },
     runStart (run): RunObserver {
       const parent = parentContext(run.parent)
       if (run.gateway) {

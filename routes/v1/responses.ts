@@ -9,12 +9,9 @@ import {
   DeletedResponse, InputItemList, InputItemsQuery, OPENAI_BODY_LIMIT, OpenAIErrorSchema, OpenAISseResponse, ResponseObjectSchema,
   ResponsesRequestSchema, openAIErrorResponses,
 } from '../../lib/dialects/openai/schemas.js'
-import type { StoredResponse } from '../../lib/stores/responses.js'
+import { chainTurns, ownTurns, readChain, type StoredResponse } from '../../lib/stores/responses.js'
 
 const notFound = (id: string) => new OpenAIError(404, `No response found with id '${id}'.`)
-
-/** Links of a `previous_response_id` chain read at most (a chain is as long as its client made it; this bounds a read). */
-const MAX_CHAIN_LINKS = 1000
 
 const itemsOf = (value: unknown): Item[] => Array.isArray(value) ? value as Item[] : []
 
@@ -36,16 +33,11 @@ const responsesRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   /** The input items of a stored response: the chain's items before its output (each link's input and output), oldest first. */
   const chainInput = async (owner: string, entry: StoredResponse): Promise<Item[]> => {
-    const links: Item[][] = [itemsOf(entry.input_items)]
-    let previous = entry.response['previous_response_id']
-    for (let hops = 0; typeof previous === 'string' && hops < MAX_CHAIN_LINKS; hops++) {
-      // A link deleted or expired ends the chain there: its items are gone for the responses that followed it.
-      const link = await store().get(owner, previous).catch(sessionStoreDown)
-      if (link === null) break
-      links.unshift([...itemsOf(link.input_items), ...itemsOf(link.response['output'])])
-      previous = link.response['previous_response_id']
-    }
-    return links.flat()
+    // A link deleted or expired ends the chain there: its items are gone for the responses that followed it.
+    const earlier = typeof entry.previous === 'string'
+      ? (await readChain(store(), owner, entry.previous).catch(sessionStoreDown)) ?? []
+      : []
+    return [...earlier.flatMap((link) => [...itemsOf(link.input_items), ...itemsOf(link.response['output'])]), ...itemsOf(entry.input_items)]
   }
 
   /** Keeps a response under its owner; a store failure is logged (the answer is out or on its way). */
@@ -75,23 +67,27 @@ const responsesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       : request.body
     if (!listed.has(body.model)) throw new OpenAIError(404, `The model '${body.model}' does not exist`, 'model', 'model_not_found')
     let history: StoredResponse['turns'] = []
-    if (body.previous_response_id !== undefined && body.previous_response_id !== null) {
-      const previous = await store().get(owner, body.previous_response_id).catch(sessionStoreDown)
-      if (previous === null) {
-        throw invalidRequest(`Previous response with id '${body.previous_response_id}' not found.`, 'previous_response_id', 'previous_response_not_found')
+    const previousId = body.previous_response_id ?? null
+    if (previousId !== null) {
+      // The chain is read through its links: each stored response keeps only its own turns (DECISIONS 17).
+      const chain = await readChain(store(), owner, previousId).catch(sessionStoreDown)
+      if (chain === null) {
+        throw invalidRequest(`Previous response with id '${previousId}' not found.`, 'previous_response_id', 'previous_response_not_found')
       }
-      history = previous.turns
+      history = chainTurns(chain)
     }
     const plan = planResponse(body, history, { temperature: app.config.MODEL_TEMPERATURE })
     const builder = responseBuilder(plan.echo)
     const inputItems = storedInputItems(body.input, builder.itemId)
+    const entryOf = (response: Record<string, unknown>, turns: StoredResponse['turns']): StoredResponse =>
+      ({ response, turns: ownTurns(history, turns), previous: previousId, input_items: inputItems })
     if (plan.stream) {
       const events = responsesEvents({ model: body.model, builder, sourceOf })
       await app.agent.stream(request, reply, plan.spec, events.format, {
         // Stored before the last event, so a client that continues the moment it reads it finds the response.
         beforeEnd: async (state) => {
           const response = events.final()
-          if (plan.store && response !== undefined) await keep(owner, builder.id, { response, turns: state.turns, input_items: inputItems }, request.log)
+          if (plan.store && response !== undefined) await keep(owner, builder.id, entryOf(response, state.turns), request.log)
         },
       })
       return reply
@@ -103,7 +99,7 @@ const responsesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       output: outputItems(result.state, sourceOf, builder.itemId),
       usage: result.usage,
     })
-    if (plan.store) await keep(owner, builder.id, { response, turns: result.state.turns, input_items: inputItems }, request.log)
+    if (plan.store) await keep(owner, builder.id, entryOf(response, result.state.turns), request.log)
     return response
   })
 
@@ -142,7 +138,7 @@ const responsesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     schema: {
       tags: ['openai'],
       summary: 'Deletes a stored response of the caller',
-      description: 'Afterwards GET is 404 and it can no longer be continued; responses continued from it keep their own copy.',
+      description: 'Afterwards GET is 404 and it can no longer be continued; for the responses that continued it, the chain ends there.',
       operationId: 'deleteV1Response',
       params: IdParams,
       response: { 200: DeletedResponse, ...readErrors },

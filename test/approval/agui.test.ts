@@ -9,6 +9,7 @@ import { countingTool, isApprovalId } from '../helpers/approval.js'
 import { buildFakeApp, listen, postJson, waitForConversations } from '../helpers/fake-app.js'
 import { eventError, eventTypes, newAgent, runAgent, type AgentRun } from '../helpers/agui.js'
 import { sseEvents } from '../helpers/sse-client.js'
+import { StoredStateLedger } from '../../lib/stores/stored-state.js'
 import { createMemoryRunStore, type RunStore } from '../../lib/stores/run-store.js'
 
 const PATH = '/api/v1/agui'
@@ -249,7 +250,7 @@ test('a resumed run\'s stream opens before its approved call runs (RUN_STARTED w
 })
 
 test('the approval store down: a run that must pause ends RUN_ERROR unavailable without running the call; a resume is 503', async (t) => {
-  const real = createMemoryRunStore({ ttlSeconds: 60, retainSeconds: 60, maxRuns: 10 })
+  const real = createMemoryRunStore({ ttlSeconds: 60, retainSeconds: 60, ledger: new StoredStateLedger({ shareBytes: 1 << 20 }) })
   const down = { save: false, all: false }
   const guard = <T>(which: boolean, call: () => Promise<T>): Promise<T> => which || down.all ? Promise.reject(new Error('Connection is closed')) : call()
   const runs: RunStore = {

@@ -2,6 +2,7 @@
 import { test } from 'tap'
 import { approvalMatcher, parseApprovalPatterns } from '../../lib/config/approval-policy.js'
 import { ConfigError, loadConfig } from '../../lib/config/config.js'
+import { StoredStateLedger } from '../../lib/stores/stored-state.js'
 import { createMemoryRunStore, type RunStore } from '../../lib/stores/run-store.js'
 import { ROOMY_LIMITS, readAgentEvents } from '../helpers/agent.js'
 import { countingTool, type PendingApprovalJson } from '../helpers/approval.js'
@@ -64,7 +65,7 @@ test('resumable: the paused stream and the continuing stream are resumable as an
 })
 
 test('the run store down: a run that must pause ends with its error without running the call; a continuation is 503', async (t) => {
-  const real = createMemoryRunStore({ ttlSeconds: 60, retainSeconds: 60, maxRuns: 10 })
+  const real = createMemoryRunStore({ ttlSeconds: 60, retainSeconds: 60, ledger: new StoredStateLedger({ shareBytes: 1 << 20 }) })
   let down = false
   const guard = <T>(call: () => Promise<T>): Promise<T> => down ? Promise.reject(new Error('Connection is closed')) : call()
   const runs: RunStore = {

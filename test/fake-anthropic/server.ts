@@ -151,6 +151,8 @@ export class FakeAnthropic extends FakeUpstream<FakeScript, FakeRequestBody, Fak
     if (typeof body.model !== 'string') return { status: 400, message: 'model: Field required' }
     if (typeof body.max_tokens !== 'number') return { status: 400, message: 'max_tokens: Field required' }
     if (!Array.isArray(body.messages)) return { status: 400, message: 'messages: Field required' }
+    const formatError = outputFormatError(body)
+    if (formatError !== undefined) return { status: 400, message: formatError }
     const markerError = cacheControlError(body)
     if (markerError !== undefined) return { status: 400, message: markerError }
     if (this.options.rejectSamplingParams !== false && version !== '2023-06-01') {
@@ -233,4 +235,41 @@ export function lastUserText (body: FakeRequestBody): string {
 /** Starts a fake Anthropic server on 127.0.0.1 and a free port; close it with `fake.close()`. */
 export async function startFakeAnthropic (options: FakeAnthropicOptions = {}): Promise<FakeAnthropic> {
   return await new FakeAnthropic(options).listen()
+}
+
+/** Every object schema in `node` without `additionalProperties: false` (the API requires it), as a path. */
+function openObject (node: unknown, at: string): string | undefined {
+  if (Array.isArray(node)) {
+    for (const [i, one] of node.entries()) {
+      const found = openObject(one, `${at}/${i}`)
+      if (found !== undefined) return found
+    }
+    return undefined
+  }
+  if (typeof node !== 'object' || node === null) return undefined
+  const record = node as Record<string, unknown>
+  if (record['type'] === 'object' && record['additionalProperties'] !== false) return at
+  for (const [key, value] of Object.entries(record)) {
+    if (key === 'enum' || key === 'const') continue
+    const found = openObject(value, `${at}/${key}`)
+    if (found !== undefined) return found
+  }
+  return undefined
+}
+
+/**
+ * The Messages API's structured outputs: `output_config.format` `{type: "json_schema", schema}` whose objects all say
+ * `additionalProperties: false`; the deprecated top-level `output_format` is refused here (the service never sends it).
+ */
+function outputFormatError (body: FakeRequestBody): string | undefined {
+  if ('output_format' in body) return 'output_format: deprecated, use output_config.format'
+  const config = body['output_config']
+  if (config === undefined) return undefined
+  const format = (config as { format?: { type?: unknown, schema?: unknown } } | null)?.format
+  if (format === undefined) return undefined
+  if (format.type !== 'json_schema') return 'output_config.format.type: Input should be \'json_schema\''
+  if (typeof format.schema !== 'object' || format.schema === null) return 'output_config.format.schema: Field required'
+  const open = openObject(format.schema, '#')
+  if (open !== undefined) return `output_config.format.schema: For 'object' type, 'additionalProperties' must be explicitly set to false (at ${open})`
+  return undefined
 }

@@ -43,6 +43,8 @@ export type FakeOpenAIScript =
    * `close` ends the response with no finish reason, `malformed` sends a chunk that is not JSON.
    */
   | { kind: 'midstream', text: string, then: 'error' | 'reset' | 'close' | 'malformed', chunkDelayMs?: number }
+  /** A structured-output refusal: `message.refusal` (stream: `delta.refusal` pieces), content null, finish `stop`. */
+  | { kind: 'refusal', text: string }
 
 export interface FakeOpenAIRequestBody {
   model?: string
@@ -137,6 +139,19 @@ export class FakeOpenAI extends FakeUpstream<FakeOpenAIScript, FakeOpenAIRequest
         if (await this.#writeFrames(res, serial, frames, script.chunkDelayMs ?? 0)) res.end('data: [DONE]\n\n')
         return
       }
+      case 'refusal': {
+        const usage = usageOf(script.text, undefined)
+        if (!stream) {
+          this.sendJson(res, serial, 200, this.#completion(base, { role: 'assistant', content: null, refusal: script.text }, 'stop', usage))
+          return
+        }
+        const frames = [chunk({ role: 'assistant', content: null, refusal: '' })]
+        for (const piece of wordChunks(script.text)) frames.push(chunk({ refusal: piece }))
+        frames.push(chunk({}, 'stop'))
+        if (usageChunk) frames.push(usageFrame(usage))
+        if (await this.#writeFrames(res, serial, frames, 0)) res.end('data: [DONE]\n\n')
+        return
+      }
       case 'tool_calls': {
         const calls = script.calls.map((call, i) => ({
           id: call.id ?? `call_fake_${serial}_${i}`,
@@ -202,7 +217,7 @@ export class FakeOpenAI extends FakeUpstream<FakeOpenAIScript, FakeOpenAIRequest
     if (this.options.requireKey === true && !/^Bearer \S+/.test(headers.authorization ?? '')) return { status: 401, message: 'Incorrect API key provided' }
     if (typeof body.model !== 'string') return { status: 400, message: 'model: field required' }
     if (!Array.isArray(body.messages) || body.messages.length === 0) return { status: 400, message: 'messages: field required' }
-    return undefined
+    return responseFormatError(body)
   }
 
   #completion (base: Record<string, unknown>, message: Record<string, unknown>, finish: string, usage: FakeOpenAIUsage): Record<string, unknown> {
@@ -223,4 +238,24 @@ export class FakeOpenAI extends FakeUpstream<FakeOpenAIScript, FakeOpenAIRequest
 /** Starts a fake OpenAI-compatible server on 127.0.0.1 and a free port; close it with `fake.close()`. */
 export async function startFakeOpenAI (options: FakeOpenAIOptions = {}): Promise<FakeOpenAI> {
   return await new FakeOpenAI(options).listen()
+}
+
+/** OpenAI's checks of `response_format` (structured outputs): its shape, and "json" in the messages for json_object. */
+function responseFormatError (body: FakeOpenAIRequestBody): { status: number, message: string } | undefined {
+  const format = body['response_format']
+  if (format === undefined) return undefined
+  if (typeof format !== 'object' || format === null) return { status: 400, message: "Invalid type for 'response_format'" }
+  const type = (format as { type?: unknown }).type
+  if (type === 'text') return undefined
+  if (type === 'json_object') {
+    return JSON.stringify(body.messages).toLowerCase().includes('json')
+      ? undefined
+      : { status: 400, message: "'messages' must contain the word 'json' in some form, to use 'response_format' of type 'json_object'." }
+  }
+  if (type !== 'json_schema') return { status: 400, message: "Invalid value for 'response_format.type'" }
+  const spec = (format as { json_schema?: { name?: unknown, schema?: unknown, strict?: unknown } }).json_schema
+  if (spec === undefined || typeof spec.name !== 'string') return { status: 400, message: "Missing required parameter: 'response_format.json_schema.name'." }
+  if (typeof spec.schema !== 'object' || spec.schema === null) return { status: 400, message: "Invalid 'response_format.json_schema.schema'" }
+  if (spec.strict !== undefined && typeof spec.strict !== 'boolean') return { status: 400, message: "Invalid type for 'response_format.json_schema.strict'" }
+  return undefined
 }

@@ -34,7 +34,10 @@ test('validation failures are 400 invalid_request_error with the offending param
     }, 'messages[2].tool_call_id', null],
     ['non-function tool', { model: MODEL, messages: [user('x')], tools: [{ type: 'web_search' }] }, 'tools[0].type', null],
     ['bad tool name', { model: MODEL, messages: [user('x')], tools: [{ type: 'function', function: { name: 'has space' } }] }, 'tools[0].function.name', null],
-    ['response_format json', { model: MODEL, messages: [user('x')], response_format: { type: 'json_object' } }, 'response_format', null],
+    // DECISIONS 22 replaced 17's "response_format other than text: 400": a json_schema without its name is one now.
+    ['response_format json_schema without a name', {
+      model: MODEL, messages: [user('x')], response_format: { type: 'json_schema', json_schema: { schema: { type: 'object' } } },
+    }, 'response_format.json_schema.name', null],
   ]
   for (const [name, body, param, code] of cases) {
     const { status, error } = await errorOf(url, '/chat/completions', body)

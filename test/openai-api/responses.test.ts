@@ -55,7 +55,7 @@ test('delete body for raw clients; store:false keeps nothing', async (t) => {
   t.match(cont, { status: 400, code: 'previous_response_not_found', param: 'previous_response_id' })
 })
 
-test('previous_response_id continues the conversation (instructions not carried over); continued copies outlive a delete', async (t) => {
+test('previous_response_id continues the conversation (instructions not carried over); a deleted link ends the chain there', async (t) => {
   const { client, fake } = await anthropicSetup(t)
   const first = await client.responses.create({ model: MODEL, input: 'my name is Ada', instructions: 'First system.' })
   const second = await client.responses.create({ model: MODEL, input: 'what is my name?', previous_response_id: first.id })
@@ -67,7 +67,9 @@ test('previous_response_id continues the conversation (instructions not carried 
   await client.responses.delete(first.id)
   const third = await client.responses.create({ model: MODEL, input: 'and now?', previous_response_id: second.id })
   t.equal(third.status, 'completed')
-  t.equal(fake.requests[2]?.body.messages?.length, 5, 'the continued response kept its own copy')
+  // Chains are stored once (DECISIONS 17, 2026-11-28): the deleted first response's turns are gone for its followers.
+  t.equal(fake.requests[2]?.body.messages?.length, 3, 'the chain ends at the deleted link')
+  t.notOk(JSON.stringify(fake.requests[2]?.body.messages).includes('my name is Ada'))
 })
 
 test('another identity: 404 on GET and DELETE, 400 previous_response_not_found as previous_response_id', async (t) => {

@@ -164,7 +164,9 @@ test('client disconnect while the model is thinking: the call is aborted, no fur
   t.ok(await eventually(() => logs.lines.some((l) => l['msg'] === 'stream ended: client disconnected')))
   // README "Resumable streams": the tokens of a stream that was left are logged too, with their source.
   const [record] = await waitForConversations(app, 1)
-  t.match(record, { reply: '', model: 'claude-sonnet-5-5', usageSource: 'provider' }, 'an abandoned run is logged with what it used')
+  // DECISIONS 13 (2026-11-28): the aborted second call costs at least its input, a `partial` count.
+  t.match(record, { reply: '', model: 'claude-sonnet-5-5', usageSource: 'partial' }, 'an abandoned run is logged with what it used')
+  t.ok((record as { usage: { input_tokens: number } }).usage.input_tokens > 0, 'the left call\'s input included')
   // fetch may leave a spare keep-alive socket open after the abort; do not let it delay app.close().
   app.server.closeAllConnections()
 })

@@ -197,7 +197,7 @@ test('a client disconnect is seen by the fake as an abort within 1 s', async (t)
 })
 
 test('concurrency: MAX_CONCURRENT_REQUESTS=2 holds for streams too', async (t) => {
-  const { app, fake } = await buildFakeApp(t, { MAX_CONCURRENT_REQUESTS: '2' })
+  const { app, fake } = await buildFakeApp(t, { MAX_CONCURRENT_REQUESTS: '2', MAX_CONCURRENT_REQUESTS_PER_IDENTITY: '2' })
   const base = await listen(t, app)
   for (let i = 0; i < 6; i++) fake.enqueue({ kind: 'text', text: `stream ${i} done`, chunkDelayMs: 30 })
   const results = await Promise.all(Array.from({ length: 6 }, async (_, i) =>

@@ -193,7 +193,7 @@ test('a client that disconnects from a JSON chat aborts the upstream call within
 })
 
 test('concurrency: MAX_CONCURRENT_REQUESTS=2 lets the fake see at most 2 calls at once', async (t) => {
-  const { app, fake } = await buildFakeApp(t, { MAX_CONCURRENT_REQUESTS: '2' })
+  const { app, fake } = await buildFakeApp(t, { MAX_CONCURRENT_REQUESTS: '2', MAX_CONCURRENT_REQUESTS_PER_IDENTITY: '2' })
   for (let i = 0; i < 6; i++) fake.enqueue({ kind: 'text', text: `reply ${i}`, delayMs: 80 })
   const responses = await Promise.all(Array.from({ length: 6 }, (_, i) => chat(app, { messages: [user(`q${i}`)] })))
   t.same(responses.map((r) => r.statusCode), [200, 200, 200, 200, 200, 200])

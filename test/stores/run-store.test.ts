@@ -3,14 +3,15 @@ import { randomUUID } from 'node:crypto'
 import { test } from 'tap'
 import { hashKey } from '../../lib/stores/redis-client.js'
 import { createRedisRunStore } from '../../lib/stores/redis-run-store.js'
-import { createMemoryRunStore } from '../../lib/stores/run-store.js'
+import { StoredStateFullError, StoredStateLedger, storedBytes } from '../../lib/stores/stored-state.js'
+import { createMemoryRunStore, type PausedRun } from '../../lib/stores/run-store.js'
 import { listKeys, requireRedis, requireRedisCluster } from '../helpers/redis.js'
 import { pausedRun, runStoreContract } from './run-store.contract.js'
 
 const retainSeconds = 3600
 
 test('memory run store: contract', async (t) => {
-  runStoreContract(t, async (options) => createMemoryRunStore({ ttlSeconds: options?.ttlSeconds ?? 3600, retainSeconds, maxRuns: 1000 }))
+  runStoreContract(t, async (options) => createMemoryRunStore({ ttlSeconds: options?.ttlSeconds ?? 3600, retainSeconds, ledger: new StoredStateLedger({ shareBytes: 64 * 1024 * 1024 }) }))
 })
 
 test('redis run store: contract', async (t) => {
@@ -72,11 +73,19 @@ test('redis cluster run store: every key of an owner in one slot', async (t) => 
   t.ok(masters.size > 1, `owners spread over ${masters.size} masters`)
 })
 
-test('memory run store: at most maxRuns paused runs, the oldest dropped first (its approvals unknown)', async (t) => {
-  const store = createMemoryRunStore({ ttlSeconds: 60, retainSeconds: 60, maxRuns: 2 })
+test('memory run store: paused runs count their bytes (STORED_STATE_MAX_MB); one that cannot fit is refused, none is dropped', async (t) => {
   const runs = [pausedRun('agent', ''), pausedRun('agent', ''), pausedRun('agent', '')]
-  for (const run of runs) await store.save('alice', run)
+  const size = storedBytes(JSON.stringify(runs[0]))
+  const ledger = new StoredStateLedger({ shareBytes: size * 2 + size / 2 })
+  const store = createMemoryRunStore({ ttlSeconds: 60, retainSeconds: 60, ledger })
+  await store.save('alice', runs[0] as PausedRun)
+  await store.save('alice', runs[1] as PausedRun)
+  await t.rejects(store.save('alice', runs[2] as PausedRun), StoredStateFullError, 'a third does not fit alice\'s share')
   const ids = runs.map((run) => run.approvals[0]?.id ?? '')
-  t.same((await store.lookup('alice', ids)).map((e) => e === null ? null : e.status), [null, 'pending', 'pending'])
-  t.equal(await store.get('alice', runs[0]?.runId ?? ''), null)
+  t.same((await store.lookup('alice', ids)).map((e) => e === null ? null : e.status), ['pending', 'pending', null], 'the earlier ones are kept')
+  await store.save('bob', pausedRun('agent', ''))
+  t.ok(ledger.bytes('bob') > 0, 'bob has his own share')
+  t.ok((await store.answer('alice', runs[0]?.runId ?? '', [ids[0] ?? ''])).ok)
+  await store.save('alice', runs[2] as PausedRun)
+  t.equal(ledger.bytes('alice'), storedBytes(JSON.stringify(runs[1])) + storedBytes(JSON.stringify(runs[2])), 'an answered run gave its bytes back')
 })

@@ -16,6 +16,10 @@ export const agentEvents: StreamFormat = {
       case 'token':
       case 'tool_call':
       case 'tool_result':
+      case 'recovered':
+      case 'output':
+      case 'refusal':
+        // output: a JSON answer's parsed value after its tokens; refusal: the model's (README "Structured outputs").
         return JSON.stringify({ type: event.type, data: event.data })
       default:
         return null

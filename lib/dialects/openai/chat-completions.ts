@@ -9,7 +9,7 @@ import type { ChatCompletionRequest } from './schemas.js'
 import {
   ImageBudget, clientTool, field, lastToolUseIds, parseArguments, pushTurn, textOnly, toolChoiceOf, userContent,
 } from './content.js'
-import { invalidRequest } from './errors.js'
+import { invalidRequest, openAIFormat } from './errors.js'
 import { argumentsText, cachedTokens, callTexts, clientCalls, finishReasonOf, openAIId, unixSeconds } from './run-output.js'
 
 /** What a chat completion request asks for, in the runner's terms. */
@@ -82,10 +82,7 @@ function conversationOf (messages: ChatCompletionRequest['messages']): { system:
 export function planChatCompletion (body: ChatCompletionRequest): ChatCompletionPlan {
   if (body.messages.length === 0) throw invalidRequest("Invalid 'messages': empty array. Expected an array with minimum length 1.", 'messages')
   if (body.n !== undefined && body.n !== null && body.n !== 1) throw invalidRequest('Only n = 1 is supported.', 'n')
-  const format = body.response_format
-  if (format !== undefined && format !== null && field(format, 'type') !== 'text') {
-    throw invalidRequest("Only response_format {type: 'text'} is supported.", 'response_format')
-  }
+  const format = openAIFormat(body.response_format, 'chat', 'response_format')
   const tools = clientTools(body.tools)
   const { system, turns } = conversationOf(body.messages)
   const gateway = tools.length > 0
@@ -101,6 +98,7 @@ export function planChatCompletion (body: ChatCompletionRequest): ChatCompletion
       user: body.user ?? undefined,
       ...(gateway ? { clientTools: tools } : {}),
       ...(toolChoice === undefined ? {} : { toolChoice }),
+      ...(format === undefined ? {} : { format, cutIsAnswer: true }),
     },
     stream: body.stream === true,
     includeUsage: body.stream_options?.include_usage === true,
@@ -134,7 +132,7 @@ export function chatCompletion (result: AgentResult) {
     system_fingerprint: null,
     choices: [{
       index: 0,
-      message: { role: 'assistant' as const, content: text === '' ? null : text, refusal: null, ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}) },
+      message: { role: 'assistant' as const, content: text === '' ? null : text, refusal: result.state.refusal ?? null, ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}) },
       logprobs: null,
       finish_reason: finishReasonOf(result.state.lastStopReason, toolCalls.length),
     }],
@@ -186,6 +184,7 @@ export function chatCompletionChunks (options: { model: string, includeUsage: bo
     opening: 'on-first-output',
     event (event: AgentEvent) {
       if (event.type === 'step_start') stepWroteText = false
+      if (event.type === 'refusal') return start([chunk({ refusal: event.data })])
       if (event.type !== 'token' || event.data === '') return null
       const text = wroteText && !stepWroteText ? `\n\n${event.data}` : event.data
       wroteText = true

@@ -1,5 +1,7 @@
 // Error bodies of /v1/* (README "OpenAI-compatible API"): `{error: {message, type, param, code}}`, 400 for any validation failure.
-import { HttpError } from '../../domain/errors.js'
+import { HttpError, StructuredOutputError } from '../../domain/errors.js'
+import type { OutputFormat } from '../../domain/output-format.js'
+import { FormatProblem, readOutputFormat, type FormatShape } from '../../input/output-format.js'
 import type { ValidationIssue } from '../../input/validation.js'
 import type { ErrorAnswer, ErrorClass, ErrorRenderer } from '../errors.js'
 
@@ -30,6 +32,17 @@ export function invalidRequest (message: string, param: string | null, code: str
   return new OpenAIError(400, message, param, code)
 }
 
+/** A request's format field (`response_format`, `text.format`) read; a bad one is a 400 naming the param (`text.format.schema`). */
+export function openAIFormat (raw: unknown, shape: FormatShape, param: string): OutputFormat | undefined {
+  try {
+    return readOutputFormat(raw, shape)
+  } catch (error) {
+    if (!(error instanceof FormatProblem)) throw error
+    const at = [param, ...error.path].join('.')
+    throw invalidRequest(`Invalid '${at}': ${error.message}.`, at)
+  }
+}
+
 /** A location (`['body', 'messages', 1, 'content']`) in OpenAI's notation (`messages[1].content`); null for the body itself. */
 export function paramOf (loc: ReadonlyArray<string | number>): string | null {
   let param = ''
@@ -56,6 +69,9 @@ function validationAnswer (issue: ValidationIssue | undefined): ErrorAnswer {
 
 /** Our HTTP errors (auth, limits, capacity, budgets, stores) in OpenAI's vocabulary, their headers kept. */
 function httpAnswer (error: ErrorClass & { kind: 'http' }): ErrorAnswer {
+  if (error.error.cause instanceof StructuredOutputError) {
+    return answer(error.status, error.message, 'api_error', null, 'structured_output_invalid', { ...error.headers, ...NO_RETRY })
+  }
   if (error.error instanceof OpenAIError) {
     const { param, code, type } = error.error
     return answer(error.status, error.message, type, param, code, error.headers)

@@ -3,13 +3,14 @@ import type { AgentEvent } from '../../agent/events.js'
 import type { RunSpec } from '../../agent/spec.js'
 import type { PendingCall, RunState } from '../../agent/state.js'
 import type { ChatTurn, ContentBlock, ToolSpec, Usage, UsageReport } from '../../domain/types.js'
+import type { OutputFormat } from '../../domain/output-format.js'
 import type { StreamFormat } from '../../agent/stream-format.js'
 import { namedEvent } from '../../domain/named-events.js'
 import type { ResponsesRequest } from './schemas.js'
 import {
   ImageBudget, clientTool, field, lastToolUseIds, parseArguments, pushTurn, textOnly, toolChoiceOf, userContent,
 } from './content.js'
-import { invalidRequest } from './errors.js'
+import { invalidRequest, openAIFormat } from './errors.js'
 import { argumentsText, cachedTokens, clientCalls, openAIId, stoppedAtLimit, unixSeconds } from './run-output.js'
 import { freshCallId, itemIdsOf, type Item } from './input-items.js'
 import { mcpToolName } from '../../tools/mcp/mapping.js'
@@ -110,17 +111,6 @@ function pushServerToolRun (turns: ChatTurn[], item: Item, param: string): void 
   pushTurn(turns, 'user', [result])
 }
 
-/**
- * `text.format` other than plain text is structured output (README "Structured outputs"); until that is built it is a
- * 400, as Chat Completions refuses `response_format`, never silently ignored. One place, so structured outputs can
- * replace it.
- */
-export function checkTextFormat (text: unknown): void {
-  const format = field(text, 'format')
-  if (format === undefined || format === null) return
-  if (field(format, 'type') !== 'text') throw invalidRequest("Invalid value for 'text.format': only {\"type\": \"text\"} is supported.", 'text.format')
-}
-
 /** Checks a request and plans its run over `history` (the previous response's conversation, or none). */
 export function planResponse (body: ResponsesRequest, history: readonly ChatTurn[], defaults: { temperature: number }): ResponsesPlan {
   if (body.background === true) throw invalidRequest('Background responses are not supported.', 'background')
@@ -129,7 +119,9 @@ export function planResponse (body: ResponsesRequest, history: readonly ChatTurn
   if (Array.isArray(body.input) ? body.input.length === 0 : body.input === '') {
     throw invalidRequest("Invalid 'input': an empty input. Expected a string or at least one item.", 'input')
   }
-  checkTextFormat(body.text)
+  const text = body.text
+  if (text !== undefined && text !== null && (typeof text !== 'object' || Array.isArray(text))) throw invalidRequest("Invalid 'text': must be an object.", 'text')
+  const format = openAIFormat(text?.['format'], 'responses', 'text.format')
   const tools = clientTools(body.tools)
   const system: string[] = body.instructions ? [body.instructions] : []
   const turns = inputTurns(body.input, history, system)
@@ -147,6 +139,7 @@ export function planResponse (body: ResponsesRequest, history: readonly ChatTurn
       user: body.user ?? undefined,
       ...(gateway ? { clientTools: tools } : {}),
       ...(toolChoice === undefined ? {} : { toolChoice }),
+      ...(format === undefined ? {} : { format, cutIsAnswer: true }),
     },
     stream: body.stream === true,
     store: body.store !== false,
@@ -163,10 +156,19 @@ export function planResponse (body: ResponsesRequest, history: readonly ChatTurn
       temperature: body.temperature ?? defaults.temperature,
       max_output_tokens: body.max_output_tokens ?? null,
       metadata: body.metadata ?? {},
-      text: { format: { type: 'text' } },
+      text: { format: formatEcho(format) },
       truncation: 'disabled',
       user: body.user ?? null,
     },
+  }
+}
+
+/** The response object's `text.format`: the request's format (README "Structured outputs"). */
+function formatEcho (format: OutputFormat | undefined): Record<string, unknown> {
+  if (format === undefined) return { type: 'text' }
+  if (format.type === 'json_object') return { type: 'json_object' }
+  return {
+    type: 'json_schema', name: format.name, ...(format.description === undefined ? {} : { description: format.description }), schema: format.schema, strict: format.strict,
   }
 }
 
@@ -197,6 +199,13 @@ const messageItem = (id: string, text: string, status = 'completed'): Item => ({
   type: 'message', id, status, role: 'assistant', content: [{ type: 'output_text', text, annotations: [] }],
 })
 
+const refusalItem = (id: string, refusal: string): Item => ({
+  type: 'message', id, status: 'completed', role: 'assistant', content: [{ type: 'refusal', refusal }],
+})
+
+/** How the out-of-repairs error's text begins (README "Structured outputs"). */
+const STRUCTURED_INVALID = 'Structured output invalid:'
+
 const functionCallItem = (id: string, call: PendingCall, status = 'completed'): Item => ({
   type: 'function_call', id, call_id: call.id, name: call.name, arguments: argumentsText(call.input), status,
 })
@@ -215,7 +224,7 @@ export function outputItems (state: RunState, sourceOf: ToolSourceOf, nextId: (p
   for (const turn of added) {
     if (turn.role !== 'assistant') continue
     const blocks = typeof turn.content === 'string' ? [{ type: 'text' as const, text: turn.content }] : turn.content
-    const text = blocks.map((block) => block.type === 'text' ? block.text : '').join('')
+    const text = state.settings.format === undefined ? blocks.map((block) => block.type === 'text' ? block.text : '').join('') : ''
     if (text !== '') items.push(messageItem(nextId('msg_'), text))
     for (const block of blocks) {
       if (block.type !== 'tool_use') continue
@@ -235,6 +244,9 @@ export function outputItems (state: RunState, sourceOf: ToolSourceOf, nextId: (p
       })
     }
   }
+  // With a JSON format the one message is the checked answer (text before tool calls never reaches the client).
+  if (state.settings.format !== undefined && state.refusal !== undefined) items.push(refusalItem(openAIId('msg_'), state.refusal))
+  else if (state.settings.format !== undefined && state.content !== '') items.push(messageItem(openAIId('msg_'), state.content))
   return items
 }
 
@@ -366,8 +378,27 @@ export function responsesEvents (options: { model: string, builder: ReturnType<t
         const payloads = closeMessage([])
         return payloads.length === 0 ? null : payloads
       }
-      // Responses never pause for approval: nothing resumes.
+      case 'refusal': {
+        const payloads = closeMessage(opening())
+        const index = output.length
+        const id = openAIId('msg_')
+        const item = refusalItem(id, event.data)
+        const part = { type: 'refusal', refusal: event.data }
+        output.push(item)
+        payloads.push(
+          emit('response.output_item.added', { output_index: index, item: { ...item, status: 'in_progress', content: [] } }),
+          emit('response.content_part.added', { item_id: id, output_index: index, content_index: 0, part: { type: 'refusal', refusal: '' } }),
+          emit('response.refusal.delta', { item_id: id, output_index: index, content_index: 0, delta: event.data }),
+          emit('response.refusal.done', { item_id: id, output_index: index, content_index: 0, refusal: event.data }),
+          emit('response.content_part.done', { item_id: id, output_index: index, content_index: 0, part }),
+          emit('response.output_item.done', { output_index: index, item })
+        )
+        return payloads
+      }
+      case 'output': return null
+      // Responses never pause for approval (nothing resumes), and background responses are not durable yet.
       case 'resumed':
+      case 'recovered':
         return null
     }
   }
@@ -379,7 +410,8 @@ export function responsesEvents (options: { model: string, builder: ReturnType<t
   }
   const failed = (message_: string, usage: UsageReport | null): string[] => {
     const payloads = closeMessage(opening())
-    final = builder.build({ status: 'failed', model: usage?.model ?? options.model, output: [...output], usage, error: { code: 'server_error', message: message_ } })
+    const code = message_.startsWith(STRUCTURED_INVALID) ? 'structured_output_invalid' : 'server_error'
+    final = builder.build({ status: 'failed', model: usage?.model ?? options.model, output: [...output], usage, error: { code, message: message_ } })
     return [...payloads, emit('response.failed', { response: final })]
   }
   const format: StreamFormat = {

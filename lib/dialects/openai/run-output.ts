@@ -15,6 +15,8 @@ export function unixSeconds (): number {
 
 /** The text of each model call of the run that wrote text, in order. */
 export function callTexts (state: RunState): string[] {
+  // With a JSON format the one text is the checked answer (text before tool calls never reaches the client).
+  if (state.settings.format !== undefined) return state.content === '' ? [] : [state.content]
   const texts: string[] = []
   for (const turn of state.turns.slice(state.inputLength)) {
     if (turn.role !== 'assistant') continue

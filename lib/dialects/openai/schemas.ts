@@ -48,7 +48,10 @@ export const ChatCompletionRequestSchema = Type.Object({
   tool_choice: Type.Optional(Type.Unknown({ description: '`auto`, `none`, `required` or `{type: "function", function: {name}}`' })),
   user: Nullable(Type.String({ maxLength: 256 })),
   n: Nullable(Type.Integer({ description: 'Only 1' })),
-  response_format: Type.Optional(Type.Unknown({ description: 'Only `{type: "text"}`' })),
+  response_format: Type.Optional(Type.Unknown({
+    description: 'README "Structured outputs": `{type: "text"}`, `{type: "json_object"}` or `{type: "json_schema", json_schema: {name, description?, schema, strict?}}`; ' +
+      'the answer is checked against the schema, repaired once, else 502 `structured_output_invalid`',
+  })),
 }, { description: 'OpenAI Chat Completions request; unknown fields are ignored' })
 
 export type ChatCompletionRequest = Static<typeof ChatCompletionRequestSchema>
@@ -78,10 +81,13 @@ export const ResponsesRequestSchema = Type.Object({
   temperature: Nullable(Temperature),
   metadata: Nullable(Type.Record(Type.String(), Type.String())),
   user: Nullable(Type.String({ maxLength: 256 })),
-  text: Type.Optional(Type.Unknown({ description: 'Only `{format: {type: "text"}}` (structured outputs are not offered yet: 400)' })),
   background: Nullable(Type.Boolean()),
   conversation: Type.Optional(Type.Unknown()),
   prompt: Type.Optional(Type.Unknown()),
+  text: Type.Optional(Type.Unsafe<Record<string, unknown> | null>({
+    description: 'README "Structured outputs": `format` is `{type: "text"}`, `{type: "json_object"}` or `{type: "json_schema", name, description?, schema, strict?}`; ' +
+      '`verbosity` is accepted and ignored',
+  })),
 }, { description: 'OpenAI Responses request; unknown fields are ignored' })
 
 export type ResponsesRequest = Static<typeof ResponsesRequestSchema>
@@ -92,7 +98,9 @@ export const OpenAIErrorSchema = Type.Object({
     message: Type.String(),
     type: Type.String({ description: '`invalid_request_error`, `requests`, `tokens`, `insufficient_quota`, `server_error`, `api_error`' }),
     param: Type.Union([Type.String(), Type.Null()], { description: 'The offending field in OpenAI notation (`messages[1].content`)' }),
-    code: Type.Union([Type.String(), Type.Null()]),
+    code: Type.Union([Type.String(), Type.Null()], {
+      description: '`previous_response_not_found`, `invalid_api_key`, `model_not_found`, `rate_limit_exceeded`, `insufficient_quota`, `structured_output_invalid` (502: a JSON answer that fails its schema after the repairs), or null',
+    }),
   }),
 }, { description: 'OpenAI-style error' })
 

@@ -24,7 +24,8 @@ export type UiChunk =
   | { type: 'tool-output-error', toolCallId: string, errorText: string }
   | { type: 'tool-approval-request', approvalId: string, toolCallId: string }
   | { type: 'tool-output-denied', toolCallId: string }
-  | { type: 'finish', finishReason: 'stop', messageMetadata: { model: string, usage: UsageReport } }
+  | { type: 'finish', finishReason: 'stop' | 'content-filter', messageMetadata: { model: string, usage: UsageReport } }
+  | { type: 'data-output', data: unknown }
   | { type: 'error', errorText: string }
 
 /** Options of {@link createUiMessageStream}. */
@@ -138,6 +139,7 @@ export function createUiMessageStream (options: UiMessageStreamOptions): StreamF
         case 'step_start':
           startStep(out)
           break
+        case 'refusal':
         case 'token':
           if (event.data === '') return null
           startStep(out)
@@ -163,15 +165,21 @@ export function createUiMessageStream (options: UiMessageStreamOptions): StreamF
           endText(out)
           stepEnding = true
           break
+        case 'output':
+          // A JSON answer's parsed value, after its text and before the step ends (README "Structured outputs").
+          startStep(out)
+          endText(out)
+          out.push(chunk({ type: 'data-output', data: event.data }))
+          break
       }
       return out.length > 0 ? out : null
     },
-    done ({ usage }) {
+    done ({ usage, refusal }) {
       const out: string[] = []
       begin(out)
       sendAnswers(out, true)
       endStep(out)
-      out.push(chunk({ type: 'finish', finishReason: 'stop', messageMetadata: { model: usage.model, usage } }), UI_STREAM_DONE)
+      out.push(chunk({ type: 'finish', finishReason: refusal === undefined ? 'stop' : 'content-filter', messageMetadata: { model: usage.model, usage } }), UI_STREAM_DONE)
       return out
     },
     // A pause for approval: per gated call its input and the approval request, then the step and the message end.

@@ -213,7 +213,7 @@ export const MAX_UI_JSON_FIELD_BYTES = 64 * 1024
 /** Deepest nesting of one free-form field (an object or array is one level). */
 export const MAX_UI_JSON_FIELD_DEPTH = 32
 
-const ROOT_FIELDS = ['id', 'messages', 'trigger', 'messageId', 'model'] as const
+const ROOT_FIELDS = ['id', 'messages', 'trigger', 'messageId', 'model', 'response_format'] as const
 const MESSAGE_FIELDS = ['id', 'role', 'parts', 'metadata'] as const
 const PART_FIELDS = ['type', 'text', 'mediaType', 'url', 'filename', 'toolName', 'toolCallId', 'state', 'input', 'output', 'errorText', 'providerMetadata', 'approval'] as const
 const PART_JSON_FIELDS = ['input', 'output', 'providerMetadata', 'approval'] as const

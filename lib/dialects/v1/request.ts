@@ -5,6 +5,8 @@ import type { ChatTurn, ContentBlock, ImageBlock } from '../../domain/types.js'
 import { RequestValidationError } from '../../input/validation.js'
 import type { AgentResult } from '../../agent/run.js'
 import type { RunSpec } from '../../agent/spec.js'
+import type { OutputFormat } from '../../domain/output-format.js'
+import { FormatProblem, readOutputFormat } from '../../input/output-format.js'
 
 type ApiMessage = Static<typeof ChatMessage>
 
@@ -34,6 +36,16 @@ export function toModelConversation (messages: readonly ApiMessage[], images: re
   return { system: system || undefined, turns }
 }
 
+/** The flat `response_format` of the own routes; a bad one is a 422 naming its field (`["body", "response_format", "schema"]`). */
+export function flatFormat (raw: unknown): OutputFormat | undefined {
+  try {
+    return readOutputFormat(raw, 'flat')
+  } catch (error) {
+    if (!(error instanceof FormatProblem)) throw error
+    throw new RequestValidationError([{ loc: ['body', 'response_format', ...error.path], msg: error.message, type: 'value_error' }])
+  }
+}
+
 /**
  * The run a ChatRequest (or MultimodalRequest) asks for: its messages and images, its model settings, and
  * the tools it names, else `defaultTools`.
@@ -47,6 +59,7 @@ export function chatRunSpec (body: ChatRequestBody, defaultTools: RunSpec['tools
     maxTokens: body.max_tokens,
     temperature: body.temperature,
     tools: body.tools ?? defaultTools,
+    format: flatFormat(body.response_format),
   }
 }
 
@@ -57,5 +70,8 @@ export function agentResponse (result: AgentResult): AgentResponseBody {
     model: result.model,
     usage: result.usage,
     tool_calls: result.toolCalls.length > 0 ? result.toolCalls : null,
+    // With a JSON format: the parsed answer, or the refusal (README "Structured outputs").
+    ...(result.state.settings.format === undefined ? {} : { output: result.state.output ?? null }),
+    ...(result.state.refusal === undefined ? {} : { refusal: result.state.refusal }),
   }
 }

@@ -6,7 +6,8 @@ import { DONE, textChunk } from '../text-chunk.js'
 export const textChunks: StreamFormat = {
   name: 'text',
   event: textChunk,
-  done: () => DONE,
+  // A refusal of a JSON answer ends the stream as an error (README "Structured outputs").
+  done: ({ refusal }) => refusal === undefined ? DONE : [`[ERROR] Model refused: ${refusal}`],
   error: (message) => [`[ERROR] ${message}`],
   terminalError: (message) => `[ERROR] ${message}`,
 }

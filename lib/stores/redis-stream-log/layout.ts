@@ -23,10 +23,15 @@ export function streamKeys (prefix: string, id: string) {
   const shard = streamShard(id)
   const base = `${prefix}{stream:${shard}}:${id}`
   const [events, meta, lease] = [`${base}:events`, `${base}:meta`, `${base}:lease`]
+  /** The shard's durable runs that are still running (DECISIONS 21): what a sweep looks at. */
+  const index = durableIndexKey(prefix, shard)
   /** KEYS of every script, in their order. */
-  const scriptKeys: [string, string, string] = [events, meta, lease]
-  return { shard, events, meta, lease, scriptKeys }
+  const scriptKeys: [string, string, string, string] = [events, meta, lease, index]
+  return { shard, events, meta, lease, index, scriptKeys }
 }
+
+/** The set of a shard's running durable runs (in the shard's slot). */
+export const durableIndexKey = (prefix: string, shard: number): string => `${prefix}{stream:${shard}}:durable`
 
 /** The keys of one stream (streamKeys). */
 export type StreamKeys = ReturnType<typeof streamKeys>

@@ -8,11 +8,12 @@ import type { Cluster } from 'ioredis'
 import { BlockingStreamReader, type StreamFollower } from '../redis/blocking-reader.js'
 import { hashKey, transientRunner, uniqueNonce, type RedisConnection, type RedisLogger, type TransientRetryOptions } from '../redis-client.js'
 import {
-  EventBuffer, type CancelOutcome, type StreamEntry, type StreamInfo, type StreamLog, type StreamProducer, type StreamStartOptions,
+  EventBuffer, HANDOVER, SUPERSEDED, type CancelOutcome, type ClaimedStream, type DurableStreams, type StreamEntry, type StreamInfo, type StreamLog,
+  type StreamProducer, type StreamStartOptions,
 } from '../stream-log.js'
 import type { RedisStreamLogConnections } from './connections.js'
-import { cancelChannel, streamKeys, toEntries, type StreamKeys } from './layout.js'
-import { CANCEL, INTERRUPT, REFRESH } from './scripts.js'
+import { cancelChannel, durableIndexKey, STREAM_SHARDS, streamKeys, toEntries, type StreamKeys } from './layout.js'
+import { CANCEL, CLAIM, INTERRUPT, REFRESH, RELEASE } from './scripts.js'
 import { StreamWriter, type LocalStream } from './writer.js'
 
 /** Options of createRedisStreamLog. */
@@ -125,6 +126,8 @@ export function createRedisStreamLog (redis: RedisConnection, options: RedisStre
   let subscription: Promise<void> | undefined
   let subscribed = false
   let closed = false
+  /** Durable runs being handed over: close waits for them. */
+  const releases = new Set<Promise<void>>()
 
   /** Pipelines group by shard in a cluster (one slot each); a single Redis takes one pipeline. */
   const pipelineGroup = (local: LocalStream): string => cluster === undefined ? '' : String(local.keys.shard)
@@ -174,15 +177,27 @@ export function createRedisStreamLog (redis: RedisConnection, options: RedisStre
     for (const resolve of local.flushWaiters.splice(0)) resolve()
   }
 
-  const writer = new StreamWriter(redis, { ttlMs, leaseMs, token, flushMs, group: pipelineGroup, stop: stopLocal, logger })
+  /** A durable run that must stop here without an ending (a later claim took it, or it was handed over): its readers are cut. */
+  const cutLocal = (local: LocalStream, reason: string): void => {
+    stopLocal(local)
+    local.controller.abort(new DOMException(reason, 'AbortError'))
+    local.cut?.abort()
+    for (const waiter of local.checkpoint?.waiters ?? []) waiter()
+    local.checkpoint = undefined
+  }
+
+  const writer = new StreamWriter(redis, {
+    ttlMs, leaseMs, token, flushMs, group: pipelineGroup, stop: stopLocal, logger, fenced: (local) => { cutLocal(local, SUPERSEDED) },
+  })
 
   const refresher = setInterval(() => {
     const leased = [...producers.values()].filter((local) => local.created && !local.stopped)
     if (leased.length === 0) return
-    const calls = leased.map((local) => ({ group: pipelineGroup(local), keys: local.keys.scriptKeys, args: [ttlMs, leaseMs, token] }))
+    const calls = leased.map((local) => ({ group: pipelineGroup(local), keys: local.keys.scriptKeys, args: [ttlMs, leaseMs, token, local.fence] }))
     REFRESH.runPipelined(redis, calls).then((replies) => {
       for (const [index, local] of leased.entries()) {
         const answer = replies[index]?.[1]
+        if (answer === -3) cutLocal(local, SUPERSEDED)
         if (answer === 1) local.controller.abort(new DOMException('Cancelled', 'AbortError'))
         if (answer === -1 && local.flushed === local.buffer.lastId) stopLocal(local)
         // Gone while running (a failover lost it, or it outlived an outage): the next write creates it again.
@@ -192,7 +207,124 @@ export function createRedisStreamLog (redis: RedisConnection, options: RedisStre
   }, leaseMs / 3)
   refresher.unref()
 
+  /** The producing side of `local`; a durable run's adds checkpoints, stored-only reads and the handover. */
+  function producerOf (local: LocalStream): StreamProducer {
+    const producer: StreamProducer = {
+      id: local.id,
+      cancelSignal: local.controller.signal,
+      append (payload) {
+        const eventId = local.buffer.push(payload, false)
+        writer.mark(local)
+        return eventId
+      },
+      async finish (payload) {
+        if (local.buffer.push(payload, true) < 0 || local.stopped) return
+        // Resolves after the next write attempt that carries the terminal event (retried while Redis is down).
+        await new Promise<void>((resolve) => {
+          local.flushWaiters.push(resolve)
+          writer.mark(local)
+        })
+      },
+      follow: (after, signal) => local.buffer.read(after, signal),
+    }
+    if (local.fence === '') return producer
+    const cut = local.cut ?? new AbortController()
+    return {
+      ...producer,
+      async checkpoint (json) {
+        if (local.stopped) return
+        await new Promise<void>((resolve) => {
+          const waiters = local.checkpoint?.waiters ?? []
+          waiters.push(resolve)
+          local.checkpoint = { json, id: local.buffer.lastId, waiters }
+          writer.mark(local, true)
+        })
+      },
+      followStored: (after, signal) => (local.stored ?? local.buffer).read(after, signal === undefined ? cut.signal : AbortSignal.any([signal, cut.signal])),
+      release () {
+        const released = handOver()
+        releases.add(released)
+        return released.finally(() => releases.delete(released))
+      },
+    }
+    async function handOver (): Promise<void> {
+      if (local.stopped) return
+      // What was appended goes out first: the next owner continues right after it.
+      if (local.buffer.lastId > local.flushed) {
+        await new Promise<void>((resolve) => {
+          local.flushWaiters.push(resolve)
+          writer.mark(local, true)
+        })
+      }
+      cutLocal(local, HANDOVER)
+      await RELEASE.run(redis, local.keys.scriptKeys, [local.fence]).catch(() => {})
+    }
+  }
+
+  const durable: DurableStreams = {
+    async claimLapsed (maxAttempts) {
+      const claimed: ClaimedStream[] = []
+      for (let shard = 0; shard < STREAM_SHARDS; shard++) {
+        const ids = await redis.smembers(durableIndexKey(options.prefix, shard))
+        for (const id of ids) {
+          if (producers.has(id)) continue
+          const keys = streamKeys(options.prefix, id)
+          const reply = await CLAIM.run(redis, keys.scriptKeys, [id, token, leaseMs, maxAttempts, ttlMs]) as Array<string | number>
+          const code = Number(reply[0])
+          if (code < 2) continue
+          const text = (i: number): string => String(reply[i] ?? '')
+          claimed.push({
+            id,
+            outcome: code === 2 ? 'resumed' : code === 3 ? 'cancelled' : 'lost',
+            fence: text(1),
+            attempt: Number(reply[2]),
+            checkpoint: text(3),
+            checkpointId: Number(reply[4]),
+            lastId: Number(reply[5]),
+            record: text(6),
+            ownerHash: text(7),
+            format: text(8),
+            cancelledPayload: text(9),
+            interruptedPayload: text(10),
+            link: text(11),
+          })
+        }
+      }
+      return claimed
+    },
+
+    adopt (claim) {
+      const buffer = new EventBuffer()
+      // Ids continue after the stored events; they are in Redis already and never written again.
+      for (let seq = 1; seq <= claim.lastId; seq++) buffer.push('', false)
+      const local: LocalStream = {
+        id: claim.id,
+        keys: streamKeys(options.prefix, claim.id),
+        buffer,
+        controller: new AbortController(),
+        header: [claim.ownerHash, claim.format, claim.cancelledPayload, claim.interruptedPayload, claim.link],
+        created: true,
+        flushed: claim.lastId,
+        inFlight: false,
+        stopped: false,
+        flushWaiters: [],
+        fence: claim.fence,
+        record: claim.record,
+        cut: new AbortController(),
+      }
+      producers.set(claim.id, local)
+      return producerOf(local)
+    },
+
+    async range (id, after, upTo) {
+      if (upTo <= after) return []
+      const keys = streamKeys(options.prefix, id)
+      return toEntries(await redis.xrange(keys.events, `(0-${after}`, `0-${upTo}`))
+    },
+  }
+
   return {
+    durable,
     async start (id, startOptions: StreamStartOptions) {
       if (closed) throw new Error('Stream log is closed')
       const joined = subscribe()
@@ -207,6 +339,9 @@ export function createRedisStreamLog (redis: RedisConnection, options: RedisStre
         inFlight: false,
         stopped: false,
         flushWaiters: [],
+        fence: startOptions.durable === undefined ? '' : '1',
+        record: startOptions.durable?.record ?? '',
+        ...(startOptions.durable === undefined ? {} : { stored: new EventBuffer(), cut: new AbortController() }),
       }
       producers.set(id, local)
       // The stream is created by a write at once, in one pipeline with every other stream started meanwhile.
@@ -218,25 +353,7 @@ export function createRedisStreamLog (redis: RedisConnection, options: RedisStre
       // The first stream of the process waits (a little) for the cancel subscription, so that a cancel sent
       // at once through another replica reaches it; not while Redis is down (the first write failed).
       if (!subscribed && local.created) await Promise.race([joined, sleep(1000)])
-      const producer: StreamProducer = {
-        id,
-        cancelSignal: local.controller.signal,
-        append (payload) {
-          const eventId = local.buffer.push(payload, false)
-          writer.mark(local)
-          return eventId
-        },
-        async finish (payload) {
-          if (local.buffer.push(payload, true) < 0) return
-          // Resolves after the next write attempt that carries the terminal event (retried while Redis is down).
-          await new Promise<void>((resolve) => {
-            local.flushWaiters.push(resolve)
-            writer.mark(local)
-          })
-        },
-        follow: (after, signal) => local.buffer.read(after, signal),
-      }
-      return producer
+      return producerOf(local)
     },
 
     async info (id, owner): Promise<StreamInfo | null> {
@@ -308,6 +425,7 @@ export function createRedisStreamLog (redis: RedisConnection, options: RedisStre
     },
 
     async close () {
+      await Promise.all(releases)
       closed = true
       for (const reader of readers.values()) reader.close()
       readers.clear()

@@ -2,7 +2,7 @@
 import type { RedisConnection, RedisLogger } from '../redis-client.js'
 import type { EventBuffer, StreamEntry } from '../stream-log.js'
 import type { StreamKeys } from './layout.js'
-import { APPEND } from './scripts.js'
+import { APPEND, FENCED } from './scripts.js'
 
 /** A stream this process produces: its events in memory, and how far they reached Redis. */
 export interface LocalStream {
@@ -19,6 +19,15 @@ export interface LocalStream {
   stopped: boolean
   /** `finish` callers waiting for the next write attempt. */
   flushWaiters: Array<() => void>
+  /** A durable run's fencing token ('' when not durable), and its record (written when the write creates the stream). */
+  fence: string
+  record: string
+  /** The checkpoint waiting for the next write: its JSON, the last event id before it, and who waits. */
+  checkpoint?: { json: string, id: number, waiters: Array<() => void> } | undefined
+  /** A durable run: its events once stored (what its readers follow). */
+  stored?: EventBuffer | undefined
+  /** A durable run: aborted when it stops here without an ending (fenced, handed over); its readers are cut. */
+  cut?: AbortController | undefined
 }
 
 /** What the writer needs of its log. */
@@ -35,6 +44,8 @@ export interface StreamWriterOptions {
   group: (local: LocalStream) => string
   /** A stream that needs no more writes (finished, or ended by someone else). */
   stop: (local: LocalStream) => void
+  /** A durable run whose claim a later one replaced: it stops at once. */
+  fenced: (local: LocalStream) => void
   logger?: RedisLogger | undefined
 }
 
@@ -80,18 +91,25 @@ export class StreamWriter {
     const { ttlMs, leaseMs, token, flushMs } = this.#options
     const sent = batch.map((local) => {
       const upTo = local.buffer.lastId
-      const args: Array<string | number> = [ttlMs, local.buffer.finished ? upTo : '', leaseMs, token, local.flushed, ...local.header]
+      const checkpoint = local.checkpoint
+      local.checkpoint = undefined
+      const args: Array<string | number> = [
+        ttlMs, local.buffer.finished ? upTo : '', leaseMs, token, local.flushed, ...local.header,
+        local.fence, checkpoint?.json ?? '', checkpoint?.id ?? 0, local.fence === '' ? '' : local.record, local.id,
+      ]
       for (let seq = local.flushed + 1; seq <= upTo; seq++) args.push(seq, (local.buffer.entries[seq - 1] as StreamEntry).payload)
       local.inFlight = true
-      return { local, upTo, waiters: local.flushWaiters.splice(0), call: { group: this.#options.group(local), keys: local.keys.scriptKeys, args } }
+      return { local, upTo, checkpoint, waiters: local.flushWaiters.splice(0), call: { group: this.#options.group(local), keys: local.keys.scriptKeys, args } }
     })
     const replies = await APPEND.runPipelined(this.#redis, sent.map(({ call }) => call))
     let failure: Error | undefined
     let gap = false
-    for (const [index, { local, upTo, waiters }] of sent.entries()) {
+    for (const [index, { local, upTo, checkpoint, waiters }] of sent.entries()) {
       local.inFlight = false
       const [error, written] = replies[index] ?? [new Error('no reply'), null]
-      if (error === null) {
+      if (error === null && written === FENCED) {
+        this.#options.fenced(local)
+      } else if (error === null) {
         local.created = true
         if (typeof written === 'number' && written < 0) {
           // Redis lost events it had acknowledged (a failover): write them again from what it holds.
@@ -99,13 +117,30 @@ export class StreamWriter {
           gap = true
         } else {
           local.flushed = Math.max(local.flushed, upTo)
+          // A durable run's readers get its events once stored.
+          if (local.stored !== undefined) {
+            for (let seq = local.stored.lastId + 1; seq <= local.flushed; seq++) {
+              const entry = local.buffer.entries[seq - 1] as StreamEntry
+              local.stored.push(entry.payload, entry.terminal)
+            }
+          }
           // 0: someone else ended it (a reader found the lease lapsed): nothing more goes to Redis.
           if (written === 0 || (local.buffer.finished && local.flushed === local.buffer.lastId)) this.#options.stop(local)
         }
       } else {
         failure ??= error
+        // Redis down: the run goes on for its live client, not durable meanwhile (DECISIONS 21); written once Redis is back.
+        if (local.stored !== undefined) {
+          for (let seq = local.stored.lastId + 1; seq <= upTo; seq++) {
+            const entry = local.buffer.entries[seq - 1] as StreamEntry
+            local.stored.push(entry.payload, entry.terminal)
+          }
+        }
+        // Written with the next attempt unless a newer checkpoint replaced it; the run does not wait for Redis.
+        if (checkpoint !== undefined) local.checkpoint ??= { json: checkpoint.json, id: checkpoint.id, waiters: [] }
       }
       for (const resolve of waiters) resolve()
+      for (const resolve of checkpoint?.waiters ?? []) resolve()
       if (!local.stopped && local.buffer.lastId > local.flushed) this.#dirty.add(local)
     }
     this.#log(failure)

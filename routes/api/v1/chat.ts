@@ -3,8 +3,9 @@ import { randomUUID } from 'node:crypto'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { refuseGatedTools } from '../../../lib/dialects/approvals.js'
 import { agentResponse, chatRunSpec } from '../../../lib/dialects/v1/request.js'
+import { refuseFormat } from '../../../lib/input/output-format.js'
 import { textChunks } from '../../../lib/dialects/v1/text-chunks.js'
-import { resumableIn } from '../../../plugins/resumable.js'
+import { resumableIn } from '../../../lib/http/resumable.js'
 import {
   AgentResponse, SimpleChatResponse, SseResponse, chatRequestSchema, v1ChatBodySchema,
 } from '../../../schemas/chat.js'
@@ -27,6 +28,7 @@ const chatRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const body = request.body
     if ('message' in body) {
       // The simple variant: one message in, the reply out; its conversation continues under its id.
+      refuseFormat(body)
       const conversationId = body.conversation_id ?? randomUUID()
       const result = await app.agent.json(request, reply, {
         messages: [{ role: 'user', content: body.message }],

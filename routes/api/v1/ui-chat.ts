@@ -1,9 +1,10 @@
 // POST /api/v1/ui/chat and its reconnect URL: the AI SDK's useChat protocol (README "Chat UIs"), UI messages in, a resumable UI message stream out.
+import { flatFormat } from '../../../lib/dialects/v1/request.js'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { randomUUID } from 'node:crypto'
 import { Type } from 'typebox'
 import { openSseStream } from '../../../lib/http/sse.js'
-import { resumeUrl, streamStoreDown } from '../../../plugins/resumable.js'
+import { resumeUrl, streamStoreDown } from '../../../lib/http/resumable.js'
 import { UI_MESSAGE_STREAM_HEADER, UI_MESSAGE_STREAM_VERSION, createUiMessageStream } from '../../../lib/dialects/ui/format.js'
 import { MAX_UI_JSON_FIELD_DEPTH, boundUiChatBody, uiMessagesToTurns } from '../../../lib/dialects/ui/messages.js'
 import { createJsonBodyBudget, type JsonPath } from '../../../lib/input/body-budget.js'
@@ -53,6 +54,8 @@ const uiChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
         'runs the agent with every tool. Answers with `x-vercel-ai-ui-message-stream: v1` and SSE JSON chunks: `start`, per model call ' +
         '`start-step`, `text-start`/`text-delta`/`text-end`, `tool-input-available`, `tool-output-available` or `tool-output-error`, ' +
         '`finish-step`; then `finish`, or an `error` chunk when the model fails (still a 200); then `data: [DONE]`. ' +
+        'With a JSON `response_format` (README "Structured outputs") the checked answer\'s text parts are followed by ' +
+        '`{type: "data-output", data: <the parsed value>}` before `finish-step`; a refusal ends with `finishReason: "content-filter"`. ' +
         'Text and image file parts (data: URLs) are read, earlier tool parts go to the model as tool calls with their results, ' +
         'other parts are ignored. A call of a tool that needs approval (TOOL_APPROVAL_REQUIRED) pauses the reply with ' +
         '`tool-input-available` then `tool-approval-request` `{approvalId, toolCallId}`; the AI SDK\'s `addToolApprovalResponse` and ' +
@@ -103,7 +106,15 @@ const uiChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
     reply.header(UI_MESSAGE_STREAM_HEADER, UI_MESSAGE_STREAM_VERSION)
     const format = createUiMessageStream({ messageId: randomUUID() })
     // Always resumable (README "Chat UIs"), filed under the chat id for the transport's reconnect URL.
-    const spec = { model: body.model, system, messages: turns, tools: 'all' as const, conversationId: body.id, approval: { family: 'ui' as const, scope: body.id } }
+    const spec = {
+      model: body.model,
+      system,
+      messages: turns,
+      tools: 'all' as const,
+      conversationId: body.id,
+      approval: { family: 'ui' as const, scope: body.id },
+      format: flatFormat(body.response_format),
+    }
     await app.agent.stream(request, reply, spec, format, {
       resumable: 'versioned',
       onOpen: async (streamId) => { await app.stores.chatStreams.set(request.identity, body.id, streamId) },
@@ -126,7 +137,7 @@ const uiChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const owner = request.identity
     const streamId = await app.stores.chatStreams.get(owner, request.params.id).catch(streamStoreDown)
     const info = streamId === null ? null : await app.stores.streamLog.info(streamId, owner).catch(streamStoreDown)
-    if (info?.link !== undefined) request.runLinks = [info.link]
+    app.runHooks.followed(request, info?.link)
     if (streamId === null || info === null || info.state !== 'running') return await reply.code(204).send(null)
     reply.header(UI_MESSAGE_STREAM_HEADER, UI_MESSAGE_STREAM_VERSION)
     reply.header('x-stream-id', streamId)

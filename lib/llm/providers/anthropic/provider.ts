@@ -68,6 +68,6 @@ export function createAnthropicProvider (options: AnthropicProviderOptions): LLM
         return { requestId: response.headers.get('request-id'), events: new SseReader(response.body as unknown as AsyncIterable<Uint8Array>, 'Anthropic') }
       }
     },
-    decoder: (request) => new StreamAssembler(request.model, request.onUsage),
+    decoder: (request) => new StreamAssembler(request.model, request.onUsage, request.onToolArguments),
   }, transport.close)
 }

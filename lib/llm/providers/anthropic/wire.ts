@@ -1,4 +1,5 @@
 // Anthropic Messages API wire mapping: provider-neutral requests to SDK parameters, answers and stream events back.
+import { anthropicFormat } from './output-format.js'
 import type Anthropic from '@anthropic-ai/sdk'
 import { APIError } from '@anthropic-ai/sdk'
 import { LLMServiceError } from '../../../domain/errors.js'
@@ -88,8 +89,11 @@ export function toParams (request: ModelRequest, legacyVersion: boolean, promptC
     max_tokens: request.maxTokens,
     messages: promptCaching ? markConversation(messages) : messages,
   }
-  if (request.system !== undefined && request.system !== '') {
-    params.system = promptCaching ? [{ type: 'text', text: request.system, cache_control: EPHEMERAL }] : request.system
+  // A JSON format: output_config beside the tools (none added or forced), or the instruction in the system prompt.
+  const asked = request.format === undefined ? { system: request.system } : anthropicFormat(request.format, request.system)
+  if (asked.outputConfig !== undefined) params.output_config = asked.outputConfig as Anthropic.MessageCreateParamsNonStreaming['output_config']
+  if (asked.system !== undefined && asked.system !== '') {
+    params.system = promptCaching ? [{ type: 'text', text: asked.system, cache_control: EPHEMERAL }] : asked.system
   }
   if (request.tools !== undefined && request.tools.length > 0) {
     const last = request.tools.length - 1
@@ -157,10 +161,12 @@ export class StreamAssembler implements StreamDecoder<SseEvent> {
   usage: Usage = { input_tokens: 0, output_tokens: 0 }
   readonly #blocks = new Map<number, { type: 'text', text: TextBuilder } | { type: 'tool_use', id: string, name: string, json: string }>()
   readonly #onUsage: ((usage: Usage) => void) | undefined
+  readonly #onToolArguments: ((chars: number) => void) | undefined
 
-  constructor (model: string, onUsage?: (usage: Usage) => void) {
+  constructor (model: string, onUsage?: (usage: Usage) => void, onToolArguments?: (chars: number) => void) {
     this.model = model
     this.#onUsage = onUsage
+    this.#onToolArguments = onToolArguments
   }
 
   /** A stream that ends before `message_stop` is incomplete. */
@@ -190,7 +196,10 @@ export class StreamAssembler implements StreamDecoder<SseEvent> {
           block.text.append(event.delta.text)
           return event.delta.text === '' ? undefined : { type: 'text', text: event.delta.text }
         }
-        if (event.delta.type === 'input_json_delta' && block?.type === 'tool_use') block.json += event.delta.partial_json
+        if (event.delta.type === 'input_json_delta' && block?.type === 'tool_use') {
+          block.json += event.delta.partial_json
+          this.#onToolArguments?.(event.delta.partial_json.length)
+        }
         return undefined
       }
       case 'message_delta':

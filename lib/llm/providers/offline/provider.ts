@@ -3,6 +3,7 @@ import { throwIfAborted } from '../../abort.js'
 import { estimateTextTokens, estimateTokens } from '../../tokens.js'
 import type { LLMProvider, ModelRequest, ModelResponse, ModelStreamEvent } from '../../types.js'
 import type { ChatTurn, ContentBlock, TextBlock, ToolUseBlock } from '../../../domain/types.js'
+import { offlineJson } from './json-value.js'
 
 /** The model name the offline provider reports. */
 export const OFFLINE_MODEL = 'offline'
@@ -117,7 +118,11 @@ export function createOfflineProvider (options: OfflineProviderOptions = {}): LL
         usageEstimated: true,
       }
     }
-    const reply = fromTools ?? `Echo: ${text}`
+    // A JSON format: a value built from the schema, echoing the last user message the client wrote.
+    const written = [...messages].reverse().find((turn) => turn.role === 'user' && turnText(turn) !== '')
+    const reply = request.format !== undefined
+      ? offlineJson(request.format, written === undefined ? '' : turnText(written))
+      : fromTools ?? `Echo: ${text}`
     return {
       model: OFFLINE_MODEL,
       content: [{ type: 'text', text: reply }],

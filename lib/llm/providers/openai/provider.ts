@@ -1,4 +1,5 @@
 // OpenAI-compatible provider: Chat Completions through the `openai` SDK (streams read by our SSE reader), our retries, timeouts, abort.
+import { withFormatInstruction, type OutputFormat } from '../../../domain/output-format.js'
 import OpenAI from 'openai'
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions'
 import { isRetryableError } from '../../retry.js'
@@ -61,10 +62,12 @@ export function createOpenAIProvider (options: OpenAIProviderOptions): LLMProvid
   const toParams = (request: ModelRequest): ChatCompletionCreateParamsNonStreaming => {
     const params: ChatCompletionCreateParamsNonStreaming = {
       model: request.model,
-      messages: toChatMessages(request.system, request.messages),
+      // json_object needs the word "json" in the messages (OpenAI refuses it otherwise): the instruction says it.
+      messages: toChatMessages(request.format?.type === 'json_object' ? withFormatInstruction(request.system, request.format) : request.system, request.messages),
       [tokensField]: request.maxTokens,
     }
     if (request.temperature !== undefined) params.temperature = request.temperature
+    if (request.format !== undefined) params.response_format = responseFormatOf(request.format)
     if (request.tools !== undefined && request.tools.length > 0) {
       params.tools = request.tools.map((tool) => ({
         type: 'function',
@@ -98,6 +101,15 @@ export function createOpenAIProvider (options: OpenAIProviderOptions): LLMProvid
         return { requestId: response.headers.get('x-request-id'), events: new SseReader(response.body as unknown as AsyncIterable<Uint8Array>, 'OpenAI') }
       }
     },
-    decoder: (request) => new ChunkAssembler(request.model),
+    decoder: (request) => new ChunkAssembler(request.model, request.onUsage, request.onToolArguments),
   }, transport.close)
+}
+
+/** OpenAI's `response_format` for a JSON format: the client's schema unchanged, `strict` as given. */
+function responseFormatOf (format: OutputFormat): NonNullable<ChatCompletionCreateParamsNonStreaming['response_format']> {
+  if (format.type === 'json_object') return { type: 'json_object' }
+  return {
+    type: 'json_schema',
+    json_schema: { name: format.name, ...(format.description === undefined ? {} : { description: format.description }), schema: format.schema, strict: format.strict },
+  }
 }

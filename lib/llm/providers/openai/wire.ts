@@ -123,7 +123,11 @@ export function toResponse (completion: ChatCompletion, model: string, requestId
   }
   const content: Array<TextBlock | ToolUseBlock> = []
   const text = choice.message.content
-  if (typeof text === 'string' && text !== '') content.push({ type: 'text', text })
+  // A refusal (structured outputs) is the call's text, and its stop reason `refusal`.
+  const refusal = (choice.message as { refusal?: unknown }).refusal
+  const refused = typeof refusal === 'string' && refusal !== ''
+  if (refused) content.push({ type: 'text', text: refusal })
+  else if (typeof text === 'string' && text !== '') content.push({ type: 'text', text })
   const calls = choice.message.tool_calls ?? []
   calls.forEach((call, index) => {
     const fn = call.type === 'function' ? call.function : undefined
@@ -132,7 +136,7 @@ export function toResponse (completion: ChatCompletion, model: string, requestId
   const response: ModelResponse = {
     model: typeof completion.model === 'string' && completion.model !== '' ? completion.model : model,
     content,
-    stopReason: stopReason(choice.finish_reason, calls.length > 0),
+    stopReason: refused ? 'refusal' : stopReason(choice.finish_reason, calls.length > 0),
     usage: usageOf(completion.usage),
   }
   if (typeof requestId === 'string') response.requestId = requestId
@@ -147,12 +151,18 @@ export class ChunkAssembler implements StreamDecoder<SseEvent> {
   finish: string | null = null
   usage: Usage = { input_tokens: 0, output_tokens: 0 }
   readonly #text = new TextBuilder()
+  /** `delta.refusal` pieces (structured outputs): the call's text instead, stop reason `refusal`. */
+  #refusal = ''
   readonly calls = new Map<number, { id?: string, name?: string, args: string }>()
   /** The completion id the chunks carry. */
   id: string | undefined
+  readonly #onUsage: ((usage: Usage) => void) | undefined
+  readonly #onToolArguments: ((chars: number) => void) | undefined
 
-  constructor (model: string) {
+  constructor (model: string, onUsage?: (usage: Usage) => void, onToolArguments?: (chars: number) => void) {
     this.model = model
+    this.#onUsage = onUsage
+    this.#onToolArguments = onToolArguments
   }
 
   /** Applies one chunk; returns the text it adds (reasoning deltas are not text). */
@@ -160,7 +170,10 @@ export class ChunkAssembler implements StreamDecoder<SseEvent> {
     const raw = chunk as unknown as Record<string, unknown>
     if (typeof raw['model'] === 'string' && raw['model'] !== '') this.model = raw['model']
     if (typeof raw['id'] === 'string' && raw['id'] !== '') this.id = raw['id']
-    if (isRecord(raw['usage'])) this.usage = usageOf(raw['usage'])
+    if (isRecord(raw['usage'])) {
+      this.usage = usageOf(raw['usage'])
+      this.#onUsage?.({ ...this.usage })
+    }
     const choices = raw['choices']
     if (!Array.isArray(choices)) return ''
     let added = ''
@@ -170,6 +183,7 @@ export class ChunkAssembler implements StreamDecoder<SseEvent> {
       const delta = choice['delta']
       if (!isRecord(delta)) continue
       if (typeof delta['content'] === 'string') added += delta['content']
+      if (typeof delta['refusal'] === 'string') this.#refusal += delta['refusal']
       const toolCalls = delta['tool_calls']
       if (Array.isArray(toolCalls)) toolCalls.forEach((call: unknown, position) => { this.#toolDelta(call, position) })
     }
@@ -188,7 +202,10 @@ export class ChunkAssembler implements StreamDecoder<SseEvent> {
     const name = fn['name']
     // Servers send the name once; some repeat it with every delta: never double it.
     if (typeof name === 'string' && name !== '' && slot.name !== name) slot.name = (slot.name ?? '') + name
-    if (typeof fn['arguments'] === 'string') slot.args += fn['arguments']
+    if (typeof fn['arguments'] === 'string') {
+      slot.args += fn['arguments']
+      this.#onToolArguments?.(fn['arguments'].length)
+    }
   }
 
   /** One event: `[DONE]` ends the answer, anything else is a chunk (its text, if any, is yielded). */
@@ -206,10 +223,13 @@ export class ChunkAssembler implements StreamDecoder<SseEvent> {
 
   message (requestId: string | null | undefined): ModelResponse {
     const content: Array<TextBlock | ToolUseBlock> = []
-    if (this.#text.length > 0) content.push({ type: 'text', text: this.#text.toString() })
+    const refused = this.#refusal !== ''
+    if (refused) content.push({ type: 'text', text: this.#refusal })
+    else if (this.#text.length > 0) content.push({ type: 'text', text: this.#text.toString() })
     const calls = [...this.calls].sort(([a], [b]) => a - b)
     for (const [index, call] of calls) content.push(toolUse(call, fallbackCallId(index)))
-    const response: ModelResponse = { model: this.model, content, stopReason: stopReason(this.finish, calls.length > 0), usage: { ...this.usage } }
+    const stop = refused ? 'refusal' : stopReason(this.finish, calls.length > 0)
+    const response: ModelResponse = { model: this.model, content, stopReason: stop, usage: { ...this.usage } }
     if (typeof requestId === 'string') response.requestId = requestId
     if (this.id !== undefined) response.id = this.id
     if (this.finish !== null) response.providerStopReason = this.finish

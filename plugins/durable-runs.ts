@@ -1,0 +1,138 @@
+// Durable runs (DECISIONS 21): every RUN_LEASE_SECONDS / 2 (and once at start) this replica claims the durable runs whose
+// owner's lease lapsed and continues each from its last checkpoint, or ends it (cancelled, lost).
+import { randomUUID } from 'node:crypto'
+import fp from 'fastify-plugin'
+import type { FastifyInstance } from 'fastify'
+import { parseCheckpoint, parseRecord } from '../lib/agent/durable.js'
+import type { StreamFormat } from '../lib/agent/stream-format.js'
+import { UsageTally } from '../lib/agent/usage.js'
+import { approvalMatcher } from '../lib/config/approval-policy.js'
+import { agentEvents } from '../lib/dialects/agent-events/format.js'
+import { estimateTokens } from '../lib/llm/tokens.js'
+import type { ClaimedStream, DurableStreams, StreamEntry } from '../lib/stores/stream-log.js'
+import { streamLogSink } from '../lib/http/run-sinks.js'
+
+/** The formats whose runs can be durable, by the name the stream log records. */
+const DURABLE_FORMATS: ReadonlyMap<string, StreamFormat & { tokenText: (payload: string) => string | undefined }> = new Map([
+  ['agent', { ...agentEvents, tokenText: agentTokenText }],
+])
+
+/** The text of an agent stream `token` event, else undefined. */
+function agentTokenText (payload: string): string | undefined {
+  try {
+    const event = JSON.parse(payload) as { type?: unknown, data?: unknown }
+    return event.type === 'token' && typeof event.data === 'string' ? event.data : undefined
+  } catch {
+    return undefined
+  }
+}
+
+function createDurableRuns (app: FastifyInstance, durable: DurableStreams) {
+  const { config } = app
+  const retrySafe = approvalMatcher(config.retrySafePatterns)
+  const maxAttempts = config.RUN_MAX_RECOVERIES + 1
+
+  /** Ends a claimed run that is not continued: its usage so far, then `Cancelled` or `Stream interrupted`. */
+  async function end (claim: ClaimedStream, message: string, usage: UsageTally | undefined): Promise<void> {
+    const producer = durable.adopt(claim)
+    const format = DURABLE_FORMATS.get(claim.format)
+    const payloads = format === undefined || usage === undefined
+      ? [message === 'Cancelled' ? claim.cancelledPayload : claim.interruptedPayload]
+      : format.error(message, usage.report())
+    for (const payload of payloads.slice(0, -1)) producer.append(payload)
+    await producer.finish(payloads.at(-1) ?? '')
+  }
+
+  /** Continues a claimed run from its last checkpoint on this process, or ends it as lost when it cannot be. */
+  async function takeOver (claim: ClaimedStream): Promise<void> {
+    const log = app.log.child({ streamId: claim.id, attempt: claim.attempt })
+    const stored = parseCheckpoint(claim.checkpoint)
+    const record = parseRecord(claim.record)
+    const format = DURABLE_FORMATS.get(claim.format)
+    const usage = stored === null ? undefined : new UsageTally(stored.state.usage)
+    if (claim.outcome === 'cancelled') {
+      log.info('durable run cancelled while it had no owner: ended')
+      await end(claim, 'Cancelled', usage)
+      return
+    }
+    if (claim.outcome === 'lost' || stored === null || record === null || format === undefined) {
+      log.warn({ reason: claim.outcome === 'lost' ? 'RUN_MAX_RECOVERIES reached' : 'checkpoint unreadable' }, 'durable run lost')
+      app.metrics.runRecoveries.inc({ outcome: 'lost' })
+      await end(claim, 'Stream interrupted', usage)
+      return
+    }
+    const { state, boundary } = stored
+    // What the interrupted model call had streamed after the checkpoint: readers drop it (`discarded_text`).
+    const after: StreamEntry[] = await durable.range(claim.id, claim.checkpointId, claim.lastId)
+    const discardedText = after.map((entry) => format.tokenText(entry.payload) ?? '').join('')
+    const modelInterrupted = boundary === 'start' || boundary === 'tools_done'
+    if (modelInterrupted && usage !== undefined) {
+      // 19's estimate of what it was sent, one token per 4 characters of what it wrote; the run's source becomes `estimated`.
+      usage.add(state.settings.model, { input_tokens: estimateTokens(state.turns), output_tokens: Math.ceil(discardedText.length / 4) }, 'estimated', config.prices.get(state.settings.model))
+    }
+    const producer = durable.adopt(claim)
+    const tracked = app.resumable.track(claim.id, record.identity, producer, true)
+    // Nobody reads it yet: it counts as a detached run of its identity, never cancelled for that limit.
+    app.stores.detachedRuns.detach(record.identity, claim.id, Number.MAX_SAFE_INTEGER).catch(() => {})
+    app.metrics.runRecoveries.inc({ outcome: 'resumed' })
+    log.info({ boundary, discardedChars: discardedText.length }, 'durable run taken over')
+    const context = {
+      owner: record.identity,
+      requestId: randomUUID(),
+      log,
+      signal: tracked.signal,
+      afterResponse: (task: () => void) => { setImmediate(task) },
+    }
+    const run = app.agent.service.prepareRecovery(context, state, {
+      boundary,
+      attempt: claim.attempt,
+      discardedText,
+      retrySafe,
+      interrupted: (tool) => { app.metrics.toolCalls.inc({ tool, outcome: 'interrupted' }) },
+    }, record.conversationId, format.name)
+    await app.agent.service.stream(context, run, format, streamLogSink({ producer, signal: tracked.signal, done: tracked.done }))
+  }
+
+  let sweeping = false
+  /** Claims what lapsed and runs each claimed run (not awaited: a sweep never waits for a run). */
+  async function sweep (): Promise<void> {
+    if (sweeping || app.lifecycle.draining) return
+    sweeping = true
+    try {
+      const claims = await durable.claimLapsed(maxAttempts)
+      for (const claim of claims) {
+        takeOver(claim).catch((error: unknown) => { app.log.error({ err: error, streamId: claim.id }, 'durable run takeover failed') })
+      }
+    } catch (error) {
+      app.log.debug({ err: error }, 'durable run sweep failed')
+    } finally {
+      sweeping = false
+    }
+  }
+  return { sweep }
+}
+
+declare module 'fastify' {
+  interface FastifyInstance { durableRuns: { sweep: () => Promise<void> } | undefined }
+}
+
+export default fp(async (app) => {
+  const durable = app.stores.streamLog.durable
+  if (!app.config.DURABLE_RUNS || durable === undefined) {
+    app.decorate('durableRuns', undefined)
+    return
+  }
+  const runs = createDurableRuns(app, durable)
+  app.decorate('durableRuns', runs)
+  // Both series exist from startup.
+  app.metrics.runRecoveries.inc({ outcome: 'resumed' }, 0)
+  app.metrics.runRecoveries.inc({ outcome: 'lost' }, 0)
+  let timer: NodeJS.Timeout | undefined
+  app.addHook('onReady', async () => {
+    // Once as soon as the replica has started, then every RUN_LEASE_SECONDS / 2.
+    runs.sweep().catch(() => {})
+    timer = setInterval(() => { runs.sweep().catch(() => {}) }, app.config.RUN_LEASE_SECONDS * 500)
+    timer.unref()
+  })
+  app.addHook('preClose', async () => { clearInterval(timer) })
+}, { name: 'durable-runs', dependencies: ['config', 'stores', 'metrics', 'resumable', 'agent'], fastify: '5.x' })
