@@ -164,3 +164,22 @@ test('/chat/stream: a continuation opens at once, before its slow approved call 
   t.match(text, /data: \[DONE\]/)
   t.equal(mail.runs.length, 1)
 })
+
+test('agent stream: a budget refusal of the continuation\'s model call is an in-stream error; the same continuation goes on later', async (t) => {
+  const { fake, mail, base } = await setup(t, { BUDGET_TOKENS_PER_MINUTE: '1000' })
+  // The pausing call spends the minute's budget: the continuation's model call is refused.
+  fake.enqueue({ kind: 'tool_use', tools: [{ name: 'mail__send', input: { to: 'd' } }], usage: { output_tokens: 5000 } })
+  const paused = await readAgentEvents(await postJson(base + PATH, { messages: [{ role: 'user', content: 'mail d' }], max_tokens: 50 }))
+  const id = (paused.find((e) => e.type === 'approval_required')?.data as PendingApprovalJson).id
+  const cont = await postJson(base + PATH, { approvals: [{ id, approved: true }] })
+  t.equal(cont.status, 200, 'not a 429: the stream opened before the approved call ran')
+  const events = await readAgentEvents(cont)
+  t.same(events.map((e) => e.type), ['tool_call', 'tool_result', 'usage', 'error'])
+  t.equal(mail.runs.length, 1)
+  t.equal(fake.requests.length, 1, 'the refused model call never reached the provider')
+  const again = await postJson(base + PATH, { approvals: [{ id, approved: true }] })
+  t.equal(again.status, 200, 'the same continuation is accepted once more')
+  const retried = await readAgentEvents(again)
+  t.same(retried.slice(0, 2).map((e) => e.type), ['tool_call', 'tool_result'], 'its stream shows the kept result again')
+  t.equal(mail.runs.length, 1, 'nothing ran twice')
+})
