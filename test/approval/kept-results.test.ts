@@ -107,6 +107,9 @@ test('agent stream: a continuation that failed after its call ran is sent again;
     t.same(after[0]?.data, { tool: 'mail__send', args: { to: 'a' } })
     t.same(after[1]?.data, { tool: 'mail__send', content: 'sent to a' })
     t.equal(mail.runs.length, 1, 'the approved call ran once')
+    const metrics = await (await fetch(base + '/metrics')).text()
+    const counted = metrics.split('\n').filter((line) => line.startsWith('agent_tool_calls_total{') && line.includes('tool="mail__send"'))
+    t.same(counted.map((line) => Number(line.split(' ').at(-1))), [1], 'agent_tool_calls_total counts the call once')
     const sent = lastResults(upstreamMessages(fake, fake.requests.length - 1))
     t.same(sent.map((r) => r.content), ['sent to a'], 'the model got the kept result')
 
