@@ -106,6 +106,7 @@ function createDurableRuns (app: FastifyInstance, durable: DurableStreams) {
       attempt: claim.attempt,
       discardedText,
       retrySafe,
+      link: claim.link === '' ? undefined : claim.link,
       interrupted: (tool) => { app.metrics.toolCalls.inc({ tool, outcome: 'interrupted' }) },
     }, record.conversationId, format.name)
     await app.agent.service.stream(context, run, format, streamLogSink({ producer, signal: tracked.signal, done: tracked.done }))
