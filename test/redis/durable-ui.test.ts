@@ -1,12 +1,9 @@
 // Durable runs on the UI route (DECISIONS 21, 16) with real processes on one Redis: the owner of a POST /api/v1/ui/chat
 // reply is killed (kill -9) during a model call or a tool call; another replica continues it, its chunks pass the `ai`
 // package's own schema, and the `ai` package's Chat shows one reply after `resumeStream()`.
-import { spawn, type ChildProcess } from 'node:child_process'
-import { once } from 'node:events'
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import tap, { test, type Test } from 'tap'
 import type { UIMessage } from 'ai'
 import { INTERRUPTED_TOOL_TEXT } from '../../lib/agent/run.js'
@@ -14,38 +11,13 @@ import { startFakeAnthropic } from '../fake-anthropic/server.js'
 import { ROOMY_LIMITS } from '../helpers/agent.js'
 import { fakeEnv } from '../helpers/fake-app.js'
 import { requireRedis } from '../helpers/redis.js'
+import { kill, startReplica } from '../helpers/durable-replicas.js'
 import { TestChat, chunkError } from '../helpers/ui-chat.js'
 
 // TypeScript child processes start one after the other: slow on a loaded machine.
 tap.setTimeout(600_000)
 
-const fixture = fileURLToPath(new URL('../fixtures/durable-server.ts', import.meta.url))
 const PATH = '/api/v1/ui/chat'
-
-interface Replica { child: ChildProcess, base: string }
-
-async function startReplica (t: Test, env: Record<string, string>): Promise<Replica> {
-  const child = spawn(process.execPath, [...process.execArgv, fixture], {
-    env: { ...process.env, TS_NODE_TRANSPILE_ONLY: '1', ...env }, stdio: ['ignore', 'pipe', 'inherit'],
-  })
-  t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
-  let output = ''
-  const port = await new Promise<number>((resolve, reject) => {
-    child.stdout?.on('data', (chunk: Buffer) => {
-      output += chunk.toString()
-      const match = /listening (\d+)/.exec(output)
-      if (match) resolve(Number(match[1]))
-    })
-    child.once('exit', (code) => reject(new Error(`replica exited early with ${code}`)))
-  })
-  return { child, base: `http://127.0.0.1:${port}` }
-}
-
-async function kill (replica: Replica): Promise<void> {
-  const exited = once(replica.child, 'exit')
-  replica.child.kill('SIGKILL')
-  await exited
-}
 
 type Chunk = Record<string, unknown> & { type: string }
 /** One SSE event of a UI stream: its id and its chunk (`[DONE]` has type `[DONE]`). */
