@@ -246,6 +246,12 @@ function agentErrorType (result: RunEnd, state: RunSpans): string {
 export function createTracingRunHooks (options: TracingHooksOptions): RunHooks {
   const { tracer } = options
   return {
+    // A resume or a cancel links its server span to the run it follows.
+    followed ({ parent, link }) {
+      const span = trace.getSpan(parentContext(parent))
+      const context = trace.getSpanContext(options.propagator.extract(ROOT_CONTEXT, { traceparent: link }, defaultTextMapGetter))
+      if (span !== undefined && context !== undefined) span.addLink({ context })
+    },
     runStart (run): RunObserver {
       const parent = parentContext(run.parent)
       if (run.gateway) {
