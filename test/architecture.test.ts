@@ -1,4 +1,4 @@
-// The layers of the code map (README): schemas < lib (its folders in their own order) < lib/http < plugins < routes.
+// The layers of the code map (docs/architecture.md): schemas < lib (its folders in their own order) < lib/http < plugins < routes.
 // No module imports a higher layer, no module inside lib sits outside a named folder, no import cycle inside lib,
 // only the route scopes import route modules (to register them), and no route imports a plugin module.
 import { readFileSync, readdirSync, statSync } from 'node:fs'
