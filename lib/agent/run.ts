@@ -461,6 +461,8 @@ export interface RecoveryPlan {
   retrySafe: (name: string) => boolean
   /** Told of each started call that is not run again. */
   interrupted?: ((tool: string) => void) | undefined
+  /** The run's first agent span as the stream keeps it (opaque to the runner): the new owner's trace links to it. */
+  link?: string | undefined
 }
 
 /**

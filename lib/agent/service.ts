@@ -179,6 +179,7 @@ export function createAgentService (ports: AgentPorts) {
       conversationId: run.spec.memory?.id ?? run.spec.conversationId,
       gateway: runSettings.clientTools !== undefined,
       parent: context.parent,
+      ...(run.recovery === undefined ? {} : { recovery: { attempt: run.recovery.attempt, link: run.recovery.link } }),
     }))
     return { ...run, observer, firstCall: admitted }
   }
