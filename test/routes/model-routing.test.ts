@@ -149,7 +149,8 @@ test('stream: an error event before any output falls back; after output it does 
 })
 
 test('cooldown: a failed model is skipped in favour of its fallbacks, then used again', async (t) => {
-  const { app, logs, one, two } = await twoEndpoints(t, { LLM_MAX_ATTEMPTS: '1', MODEL_COOLDOWN_SECONDS: '0.5' })
+  // 3 s: long enough that the second request comes within it on a loaded machine, short enough to wait out below.
+  const { app, logs, one, two } = await twoEndpoints(t, { LLM_MAX_ATTEMPTS: '1', MODEL_COOLDOWN_SECONDS: '3' })
   one.enqueue({ kind: 'error', status: 503 })
   t.match((await app.inject(chat('fast'))).json(), { model: 'smart' })
   t.equal(one.requests.length, 1)
@@ -158,7 +159,7 @@ test('cooldown: a failed model is skipped in favour of its fallbacks, then used 
   t.equal(two.requests.length, 2)
   t.ok(logs.lines.some((l) => l['reason'] === 'cooldown' && l['from'] === 'fast' && l['to'] === 'smart'), 'the skip is logged')
 
-  for (let tries = 0; tries < 100 && one.requests.length === 1; tries++) {
+  for (let tries = 0; tries < 200 && one.requests.length === 1; tries++) {
     await sleep(50)
     await app.inject(chat('fast'))
   }
