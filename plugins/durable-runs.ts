@@ -11,11 +11,44 @@ import { agentEvents } from '../lib/dialects/agent-events/format.js'
 import { estimateTokens } from '../lib/llm/tokens.js'
 import type { ClaimedStream, DurableStreams, StreamEntry } from '../lib/stores/stream-log.js'
 import { streamLogSink } from '../lib/http/run-sinks.js'
+import { parseNamedEvent } from '../lib/domain/named-events.js'
+import { builderOf, responsesEvents, type ToolSourceOf } from '../lib/dialects/openai/responses.js'
 
-/** The formats whose runs can be durable, by the name the stream log records. */
-const DURABLE_FORMATS: ReadonlyMap<string, StreamFormat & { tokenText: (payload: string) => string | undefined }> = new Map([
-  ['agent', { ...agentEvents, tokenText: agentTokenText }],
+/** A durable run's format as its new owner writes it: `tokenText` reads the text of a stored token event. */
+type DurableFormat = StreamFormat & { tokenText: (payload: string) => string | undefined }
+
+/** The formats whose runs can be durable, by the name the stream log records; made from the run's stored events. */
+const DURABLE_FORMATS: ReadonlyMap<string, (claim: ClaimedStream, stored: readonly StreamEntry[], sourceOf: ToolSourceOf) => DurableFormat | undefined> = new Map([
+  ['agent', () => ({ ...agentEvents, tokenText: agentTokenText })],
+  ['openai-responses', backgroundResponseFormat],
 ])
+
+/** A background response's Responses event stream, going on after the events its former owners stored. */
+function backgroundResponseFormat (claim: ClaimedStream, stored: readonly StreamEntry[], sourceOf: ToolSourceOf): DurableFormat | undefined {
+  const events = stored.map((entry) => responseEvent(entry.payload))
+  const created = events[0]?.['response'] as Record<string, unknown> | undefined
+  if (created === undefined || events.some((event) => event === undefined)) return undefined
+  const builder = builderOf(created, claim.attempt)
+  const { format } = responsesEvents({ model: String(created['model']), builder, sourceOf, background: true, resumeFrom: events as Array<Record<string, unknown>> })
+  return {
+    ...format,
+    tokenText: (payload) => {
+      const event = responseEvent(payload)
+      return event?.['type'] === 'response.output_text.delta' && typeof event['delta'] === 'string' ? event['delta'] : undefined
+    },
+  }
+}
+
+/** The data of a Responses event payload, else undefined. */
+function responseEvent (payload: string): Record<string, unknown> | undefined {
+  const named = parseNamedEvent(payload)
+  if (named === undefined) return undefined
+  try {
+    return JSON.parse(named.data) as Record<string, unknown>
+  } catch {
+    return undefined
+  }
+}
 
 /** The text of an agent stream `token` event, else undefined. */
 function agentTokenText (payload: string): string | undefined {
@@ -35,7 +68,7 @@ function createDurableRuns (app: FastifyInstance, durable: DurableStreams) {
   /** Ends a claimed run that is not continued: its usage so far, then `Cancelled` or `Stream interrupted`. */
   async function end (claim: ClaimedStream, message: string, usage: UsageTally | undefined): Promise<void> {
     const producer = durable.adopt(claim)
-    const format = DURABLE_FORMATS.get(claim.format)
+    const format = await formatOf(claim)
     const payloads = format === undefined || usage === undefined
       ? [message === 'Cancelled' ? claim.cancelledPayload : claim.interruptedPayload]
       : format.error(message, usage.report())
@@ -43,12 +76,20 @@ function createDurableRuns (app: FastifyInstance, durable: DurableStreams) {
     await producer.finish(payloads.at(-1) ?? '')
   }
 
+  /** The claimed run's format, made from its stored events; undefined when this code cannot write it. */
+  async function formatOf (claim: ClaimedStream): Promise<DurableFormat | undefined> {
+    const make = DURABLE_FORMATS.get(claim.format)
+    if (make === undefined) return undefined
+    const stored = claim.format === 'agent' ? [] : await durable.range(claim.id, 0, claim.lastId)
+    return make(claim, stored, (name) => app.tools.sourceOf(name))
+  }
+
   /** Continues a claimed run from its last checkpoint on this process, or ends it as lost when it cannot be. */
   async function takeOver (claim: ClaimedStream): Promise<void> {
     const log = app.log.child({ streamId: claim.id, attempt: claim.attempt })
     const stored = parseCheckpoint(claim.checkpoint)
     const record = parseRecord(claim.record)
-    const format = DURABLE_FORMATS.get(claim.format)
+    const format = await formatOf(claim)
     const usage = stored === null ? undefined : new UsageTally(stored.state.usage)
     if (claim.outcome === 'cancelled') {
       log.info('durable run cancelled while it had no owner: ended')

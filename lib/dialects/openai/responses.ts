@@ -282,6 +282,28 @@ export function responseBuilder (echo: Record<string, unknown>) {
   }
 }
 
+/**
+ * The builder of a background response taken over by another process (DECISIONS 21): the id, creation time and
+ * echoed fields of `created` (its stored `response.created` object); item ids continue in a range of their own per attempt.
+ */
+export function builderOf (created: Record<string, unknown>, attempt: number) {
+  const id = String(created['id'])
+  const { status: _s, model: _m, output: _o, usage: _u, error: _e, incomplete_details: _i, ...fixed } = created
+  return {
+    id,
+    itemId: itemIdsOf(id, (attempt - 1) * 1_000_000),
+    build: (ending: ResponseEnding): Record<string, unknown> => ({
+      ...fixed,
+      status: ending.status,
+      model: ending.model,
+      output: ending.output,
+      usage: ending.usage === null ? null : responsesUsage(ending.usage),
+      error: ending.error ?? null,
+      incomplete_details: ending.status === 'incomplete' ? { reason: 'max_output_tokens' } : null,
+    }),
+  }
+}
+
 /** The status a finished run's response has. */
 export function finishedStatus (stopReason: string | null): 'completed' | 'incomplete' {
   return stoppedAtLimit(stopReason) ? 'incomplete' : 'completed'
@@ -298,6 +320,8 @@ export function responsesEvents (options: {
   sourceOf: ToolSourceOf
   /** A background response (DECISIONS 21): `lifecycle()` is sent before the run, the run's first event is `response.in_progress`, a cancel ends it `cancelled`. */
   background?: boolean
+  /** A background response taken over (DECISIONS 21): the events its former owners stored, to go on from. */
+  resumeFrom?: ReadonlyArray<Record<string, unknown>>
 }) {
   const { builder, sourceOf } = options
   const background = options.background === true
@@ -308,6 +332,41 @@ export function responsesEvents (options: {
   const calls = new Map<string, number>()
   let final: Record<string, unknown> | undefined
 
+  /** mcp_call items a former owner had started and not finished, by tool name (their call ids were its own). */
+  const orphanCalls: Array<{ index: number, name: string }> = []
+  for (const event of options.resumeFrom ?? []) seed(event)
+  function seed (event: Record<string, unknown>): void {
+    sequence++
+    const type = event['type']
+    if (type === 'response.in_progress') started = true
+    const index = typeof event['output_index'] === 'number' ? event['output_index'] : -1
+    const item = event['item'] as Item | undefined
+    if (type === 'response.output_item.added' && item !== undefined) {
+      output[index] = item
+      if (item['type'] === 'message' && item['status'] === 'in_progress') message = { index, id: String(item['id']), text: '' }
+      if (item['type'] === 'mcp_call') orphanCalls.push({ index, name: String(item['name']) })
+    }
+    if (type === 'response.output_text.delta' && message?.index === index) message.text += String(event['delta'])
+    if (type === 'response.output_item.done' && item !== undefined) {
+      output[index] = item
+      if (message?.index === index) message = undefined
+      const orphan = orphanCalls.findIndex((call) => call.index === index)
+      if (orphan !== -1) orphanCalls.splice(orphan, 1)
+    }
+  }
+  /** An interrupted model call's message, closed `incomplete` (its text stays; the next call writes a new item). */
+  const closeInterrupted = (): string[] => {
+    if (message === undefined) return []
+    const { index, id, text } = message
+    message = undefined
+    const item = messageItem(id, text, 'incomplete')
+    output[index] = item
+    return [
+      emit('response.output_text.done', { item_id: id, output_index: index, content_index: 0, text, logprobs: [] }),
+      emit('response.content_part.done', { item_id: id, output_index: index, content_index: 0, part: { type: 'output_text', text, annotations: [] } }),
+      emit('response.output_item.done', { output_index: index, item }),
+    ]
+  }
   const emit = (type: string, fields: Record<string, unknown>): string =>
     namedEvent(type, JSON.stringify({ type, sequence_number: sequence++, ...fields }))
   /** The lifecycle start before the first event of the stream (numbered first), else nothing. */
@@ -398,8 +457,11 @@ export function responsesEvents (options: {
         return payloads
       }
       case 'tool_result': {
+        // A call started by a former owner (interrupted, or a retry-safe rerun): its item by the tool's name.
+        const orphan = calls.has(event.callId) ? -1 : orphanCalls.findIndex((call) => call.name === mcpIdentity(event.data.tool, sourceOf).name)
+        if (orphan !== -1) calls.set(event.callId, orphanCalls.splice(orphan, 1)[0]?.index ?? -1)
         const index = calls.get(event.callId)
-        if (index === undefined) return null
+        if (index === undefined || output[index] === undefined) return null
         const item: Item = {
           ...output[index],
           output: event.isError ? null : event.output,
@@ -433,10 +495,14 @@ export function responsesEvents (options: {
         return payloads
       }
       case 'output': return null
-      // Responses never pause for approval (nothing resumes), and background responses are not durable yet.
+      // Responses never pause for approval (nothing resumes).
       case 'resumed':
-      case 'recovered':
         return null
+      // Taken over: what the dead owner left open is closed first (no marker in this layout).
+      case 'recovered': {
+        const payloads = closeInterrupted()
+        return payloads.length === 0 ? null : payloads
+      }
     }
   }
   /** Ends the stream after `payloads` (which begin with the opening when the stream had none). */
