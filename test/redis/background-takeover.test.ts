@@ -71,8 +71,14 @@ test('kill -9 of a background response\'s owner during a model call, then during
   const countFile = join(dir, 'runs.log')
   const runs = (name: string) => existsSync(countFile) ? readFileSync(countFile, 'utf8').split('\n').filter((line) => line.startsWith(`${name} `)).length : 0
   const env = {
-    ...fakeEnv(fake.url), ...ROOMY_LIMITS, LOG_LEVEL: 'warn', REDIS_URL: redis.url, REDIS_PREFIX: redis.prefix,
-    DURABLE_RUNS: 'true', RUN_LEASE_SECONDS: '2', COUNT_FILE: countFile,
+    ...fakeEnv(fake.url),
+    ...ROOMY_LIMITS,
+    LOG_LEVEL: 'warn',
+    REDIS_URL: redis.url,
+    REDIS_PREFIX: redis.prefix,
+    DURABLE_RUNS: 'true',
+    RUN_LEASE_SECONDS: '2',
+    COUNT_FILE: countFile,
   }
   const [a, b] = await Promise.all([startReplica(t, env), startReplica(t, env)])
   if (a === undefined || b === undefined) throw new Error('replicas')
