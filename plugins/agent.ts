@@ -9,7 +9,7 @@ import { UsageTally } from '../lib/agent/usage.js'
 import { heldSink, sseSink, streamLogSink } from '../lib/http/run-sinks.js'
 import { openSseStream } from '../lib/http/sse.js'
 import type { StreamFormat } from '../lib/agent/stream-format.js'
-import type { StreamLayout } from './resumable.js'
+import type { StreamLayout } from '../lib/http/resumable.js'
 import type { DurableRecord } from '../lib/agent/durable.js'
 import type { StreamProducer } from '../lib/stores/stream-log.js'
 

@@ -2,46 +2,10 @@
 import { randomUUID } from 'node:crypto'
 import fp from 'fastify-plugin'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { HttpError } from '../lib/domain/errors.js'
+import { pipeEntries, resumeUrl, streamStoreDown, type StreamLayout } from '../lib/http/resumable.js'
 import { openSseStream, type SseWriter } from '../lib/http/sse.js'
 import { HANDOVER, type StreamEntry, type StreamProducer } from '../lib/stores/stream-log.js'
 import type { StreamFormat } from '../lib/agent/stream-format.js'
-
-/** Which layout a stream belongs to: it decides the resume URL. */
-export type StreamLayout = 'versioned' | 'unversioned'
-
-/** The resume URL of stream `id` (`Content-Location`). */
-export function resumeUrl (layout: StreamLayout, id: string): string {
-  return layout === 'versioned' ? `/api/v1/streams/${id}` : `/streams/${id}`
-}
-
-/** The `app.agent.stream` option a body with `resumable: true` asks for, in `layout`. */
-export function resumableIn (body: { resumable?: boolean | undefined }, layout: StreamLayout): { resumable?: StreamLayout } {
-  return body.resumable === true ? { resumable: layout } : {}
-}
-
-/** The stream store is down (Redis outage): 503 with a fixed text; the cause is logged, not shown. */
-export function streamStoreDown (error: unknown): never {
-  throw new HttpError(503, 'Stream store unavailable, please retry later', { 'retry-after': '1' }, { cause: error })
-}
-
-/**
- * Writes `entries` to `sse` with their ids, waiting for the client only when it does not keep up; stops
- * when the client leaves (the run is not touched) and ends the response after the terminal event.
- * `seen.terminal` tells whether the terminal event went by (a reader that stops before it has left).
- */
-export async function pipeEntries (entries: AsyncIterable<StreamEntry>, sse: SseWriter, seen = { terminal: false }): Promise<void> {
-  try {
-    for await (const entry of entries) {
-      if (entry.terminal) seen.terminal = true
-      const drained = sse.trySend(entry.payload, entry.id)
-      if (drained !== undefined) await drained
-      if (sse.closed) return
-    }
-  } finally {
-    sse.end()
-  }
-}
 
 /** A resumable stream as its route runs it. */
 export interface OpenedStream {

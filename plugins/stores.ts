@@ -120,8 +120,9 @@ export default fp<StoresPluginOptions>(async (app, options) => {
     // /ready shows `failed: unavailable` for a failing check; the driver's error goes to the log only.
     app.lifecycle.addCheck('redis', async () => { await redis.ping() })
     // Start serving even when Redis is down: limits hold per process and session routes answer 503 until it returns.
-    await waitForRedis(redis, 2000).catch((error: unknown) => {
-      app.log.error({ err: error }, 'Redis not reachable at startup; continuing, it will reconnect')
+    // One warning line, no stack: a Redis that is down at startup is an outage like any other (the client stays quiet).
+    await waitForRedis(redis, 2000).catch(() => {
+      app.log.warn('Redis not reachable at startup; continuing, it will reconnect')
     })
     app.addHook('onClose', async () => { await closeRedisClient(redis) })
   }

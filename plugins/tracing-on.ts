@@ -6,7 +6,6 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Counter } from 'prom-client'
 import {
   ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, defaultTextMapGetter, trace, type Attributes, type Span,
-  type SpanContext, type TextMapPropagator,
 } from '@opentelemetry/api'
 import type { TracingConfig } from '../lib/telemetry/config.js'
 import { createTracingSdk, type TracingSdk } from '../lib/telemetry/sdk.js'
@@ -69,21 +68,11 @@ function traced (raw: IncomingMessage): boolean {
   return !((raw.method === 'GET' || raw.method === 'HEAD') && UNTRACED_PATHS.has(pathOf(raw.url ?? '/')))
 }
 
-/** The span a `traceparent` value names (a stream's run link), or undefined when it is not a valid one. */
-function linkedSpan (propagator: TextMapPropagator, traceparent: string): SpanContext | undefined {
-  return trace.getSpanContext(propagator.extract(ROOT_CONTEXT, { traceparent }, defaultTextMapGetter))
-}
-
 function endServerSpan (sdk: TracingSdk, reply: FastifyReply): void {
   const request = reply.request as TracedRequest
   const span = request[kServerSpan]
   if (span === undefined) return
   request[kServerSpan] = undefined
-  // A resume or a cancel links to the run it follows (the route found the link with the stream).
-  for (const link of request.runLinks ?? []) {
-    const context = linkedSpan(sdk.propagator, link)
-    if (context !== undefined) span.addLink({ context })
-  }
   // A response never started sent no status (the client left first).
   if (reply.raw.headersSent) {
     span.setAttribute('http.response.status_code', reply.statusCode)

@@ -1,9 +1,12 @@
-// Unversioned health and readiness routes: open, never rate limited, 503 while draining.
+// Unversioned health and readiness routes (and `/`, a redirect to the docs): open, never rate limited, 503 while draining.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { HealthBody, ReadyBody } from '../schemas/health.js'
 import { probeSerializerCompiler } from '../lib/http/probe-serializer.js'
 
 const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  // A browser pointed at the bare address lands on the docs (which link everything else), not on a JSON 404.
+  app.get('/', { config: { open: true }, schema: { hide: true } }, async (_request, reply) => await reply.redirect('/docs', 302))
+
   app.get('/health', {
     config: { open: true },
     serializerCompiler: probeSerializerCompiler,

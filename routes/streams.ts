@@ -4,7 +4,7 @@ import { Type } from 'typebox'
 import { HttpError } from '../lib/domain/errors.js'
 import { openSseStream } from '../lib/http/sse.js'
 import { parseEventId } from '../lib/stores/stream-log.js'
-import { streamStoreDown, type StreamLayout } from '../plugins/resumable.js'
+import { streamStoreDown, type StreamLayout } from '../lib/http/resumable.js'
 import { SseResponse } from '../schemas/chat.js'
 import { CancelAccepted, ResumeHeaders, ResumeQuery, StreamParams } from '../schemas/streams.js'
 
@@ -35,7 +35,7 @@ const streamRoutes: FastifyPluginAsyncTypebox<{ layout: StreamLayout }> = async 
     if (after === undefined) throw new HttpError(400, 'Malformed Last-Event-ID: expected an event id of this stream')
     let info = await log.info(request.params.id, owner).catch(streamStoreDown)
     if (info === null) throw notFound()
-    if (info.link !== undefined) request.runLinks = [info.link]
+    app.runHooks.followed(request, info.link)
     if (after > info.lastId && info.state === 'running') {
       // The original connection may be a few ms ahead of the log's batched writes.
       await new Promise((resolve) => setTimeout(resolve, 100))
@@ -66,7 +66,7 @@ const streamRoutes: FastifyPluginAsyncTypebox<{ layout: StreamLayout }> = async 
     // A traced cancel links to the run it stops (README "Traces"): one more read, only while tracing is on.
     if (request.runParent !== undefined) {
       const link = (await log.info(request.params.id, request.identity).catch(() => null))?.link
-      if (link !== undefined) request.runLinks = [link]
+      app.runHooks.followed(request, link)
     }
     const outcome = await log.cancel(request.params.id, request.identity).catch(streamStoreDown)
     if (outcome === 'unknown') throw notFound()

@@ -31,7 +31,7 @@ export const EnvSchema = Type.Object({
     minimum: 1, description: 'Model-call slots one identity may hold at once; default half of MAX_CONCURRENT_REQUESTS, rounded up',
   })),
   RATE_LIMIT_PER_MINUTE: Int(60, 1, 'Global per-client request limit per window'),
-  CHAT_RATE_LIMIT_PER_MINUTE: Int(10, 1, 'Extra per-IP limit on POST /chat per window'),
+  CHAT_RATE_LIMIT_PER_MINUTE: Int(10, 1, 'Extra limit on POST /chat and /chat/stream per window: per key with auth on, else per client IP'),
   RATE_LIMIT_WINDOW_SECONDS: Seconds(60, 'Sliding window length'),
   API_KEYS: Type.String({ default: '', description: 'Comma list of valid bearer keys; empty turns auth off' }),
   CORS_ORIGINS: Type.String({ default: 'http://localhost:3000', description: 'Comma list of allowed origins, or *' }),

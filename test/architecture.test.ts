@@ -1,6 +1,6 @@
-// The layers of the code map (README): schemas < lib (its folders in their own order) < lib/http < plugins < routes.
+// The layers of the code map (docs/architecture.md): schemas < lib (its folders in their own order) < lib/http < plugins < routes.
 // No module imports a higher layer, no module inside lib sits outside a named folder, no import cycle inside lib,
-// and only the route scopes import route modules (to register them).
+// only the route scopes import route modules (to register them), and no route imports a plugin module.
 import { readFileSync, readdirSync, statSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -76,6 +76,12 @@ test('no module imports a higher layer or a peer; no route imports a route', asy
   }
   t.same(upward, [], 'imports that run up a layer or across to a peer')
   t.same(routeToRoute, [], 'routes importing routes')
+})
+
+test('no route imports a plugin module: plugins decorate the app, routes use the decorations and lib', async (t) => {
+  const routeToPlugin = files.filter((file) => file.startsWith('routes/'))
+    .flatMap((file) => importsOf(file).filter((target) => target.startsWith('plugins/')).map((target) => `${file} -> ${target}`))
+  t.same(routeToPlugin, [], 'routes importing plugins')
 })
 
 test('no import cycle inside lib', async (t) => {

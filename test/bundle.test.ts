@@ -58,7 +58,8 @@ test('the bundle serves docs, playground, JSON, streams, /v1, Redis and traces f
       MODELS_FILE: modelsFile,
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.base,
       OTEL_BSP_SCHEDULE_DELAY: '20',
-      ...(redis === null ? {} : { REDIS_URL: redis.url, REDIS_PREFIX: redis.prefix }),
+      // Without a Redis that answers, none at all: not the REDIS_URL of the environment that named a Redis that is down.
+      ...(redis === null ? { REDIS_URL: '' } : { REDIS_URL: redis.url, REDIS_PREFIX: redis.prefix }),
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   })

@@ -3,6 +3,7 @@ import { execFileSync, spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { test } from 'tap'
 import { parse } from 'yaml'
+import { composeDir } from './helpers/compose.js'
 
 const root = new URL('../', import.meta.url)
 
@@ -48,6 +49,6 @@ test('the replicas profile: two replicas of the API on one Redis, one published 
     t.comment('docker-compose not installed: skipping `docker-compose --profile replicas config`')
     return
   }
-  const out = execFileSync('docker-compose', ['-f', 'compose.yaml', '--profile', 'replicas', 'config', '--services'], { cwd: root, encoding: 'utf8' })
+  const out = execFileSync('docker-compose', ['-f', 'compose.yaml', '--profile', 'replicas', 'config', '--services'], { cwd: composeDir(t), encoding: 'utf8' })
   t.same(out.trim().split('\n').sort(), ['api', 'api-1', 'api-2', 'lb', 'prometheus', 'redis'], 'docker-compose accepts the profile')
 })

@@ -43,3 +43,15 @@ test('all three answer 503 while draining', async (t) => {
   t.equal(res.statusCode, 503)
   t.equal(res.json().checks.shutdown, 'failed: draining')
 })
+
+test('GET / redirects to the docs, open and unlimited like them, even with auth on', async (t) => {
+  const { app } = await buildTestApp(t, { API_KEYS: 'k1', RATE_LIMIT_PER_MINUTE: '1' })
+  for (let i = 0; i < 3; i++) {
+    const res = await app.inject({ method: 'GET', url: '/' })
+    t.equal(res.statusCode, 302)
+    t.equal(res.headers.location, '/docs')
+  }
+  const docs = await app.inject({ method: 'GET', url: '/docs' })
+  t.ok(docs.statusCode === 200 || docs.statusCode === 302, `the docs answer (${docs.statusCode})`)
+  t.notOk(Object.keys((await app.inject({ method: 'GET', url: '/docs/json' })).json().paths).includes('/'), 'not an API route in the docs')
+})

@@ -103,6 +103,7 @@ const badFiles: Array<[string, unknown, Record<string, string>, RegExp]> = [
   ['no models', { models: [] }, {}, /MODELS_FILE models must/],
   ['unknown top-level field', { models: [{ name: 'a', provider: 'offline' }], extra: 1 }, {}, /MODELS_FILE extra is not a known field/],
   ['unknown provider', { models: [{ name: 'a', provider: 'offline' }, { name: 'b', provider: 'azure' }] }, {}, /MODELS_FILE models\[1\] \("b"\): provider must be anthropic, openai, offline \(got "azure"\)/],
+  ['bad structured_outputs', { models: [{ name: 'a', provider: 'offline', structured_outputs: 'grammar' }] }, {}, /MODELS_FILE models\[0\] \("a"\): structured_outputs must be native or prompt \(got "grammar"\)/],
   ['not an object', [1], {}, /MODELS_FILE must be an object with a "models" list/],
   ['missing name', { models: [{ provider: 'offline' }] }, {}, /MODELS_FILE models\[0\]: name is required/],
   ['bad max_tokens', { models: [{ name: 'a', provider: 'offline', max_tokens: 'lots' }] }, {}, /MODELS_FILE models\[0\] \("a"\): max_tokens must be integer/],

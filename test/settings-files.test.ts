@@ -1,6 +1,7 @@
 // The settings files a variable names (MODELS_FILE, MCP_CONFIG_FILE, KNOWLEDGE_BASE_FILE) are read with the config:
 // any of them bad stops startup with one ConfigError line, from loadConfig and from the service entry point.
 import { spawn } from 'node:child_process'
+import { createServer, type AddressInfo } from 'node:net'
 import { once } from 'node:events'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -42,18 +43,50 @@ test('a good KNOWLEDGE_BASE_FILE gives its documents; none without it', async (t
   t.equal(loadConfig({ env: {} }).mcpServers.size, 0)
 })
 
-test('the service entry point prints the knowledge base error as one line and exits 1', async (t) => {
+/** Runs the service's entry point (TypeScript through the loader tap gave this process) until it exits or `until` matches its stdout. */
+async function runServer (env: Record<string, string>, until?: RegExp): Promise<{ code: number | null, stdout: string, stderr: string }> {
   const server = fileURLToPath(new URL('../server.ts', import.meta.url))
-  const path = file(t, 'kb.json', '["not", "an", "object"]')
-  // The child runs TypeScript through the same loader tap gave this process (it finds tsconfig.json from the cwd).
   const child = spawn(process.execPath, [...process.execArgv, server], {
     cwd: fileURLToPath(new URL('..', import.meta.url)),
-    env: { ...process.env, LLM_PROVIDER: 'offline', PORT: '0', KNOWLEDGE_BASE_FILE: path },
+    env: { ...process.env, LLM_PROVIDER: 'offline', HOST: '127.0.0.1', PORT: '0', REDIS_URL: '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
+  let stdout = ''
   let stderr = ''
   child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString() })
+  child.stdout.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString()
+    if (until?.test(stdout) === true) child.kill('SIGTERM')
+  })
   const [code] = await once(child, 'exit') as [number | null]
-  t.equal(code, 1)
-  t.equal(stderr.trim(), `Knowledge base file ${path} must hold a JSON object of {key: content} strings, found an array`)
+  return { code, stdout, stderr }
+}
+
+test('every startup failure of the entry point is one line and exit code 1', async (t) => {
+  const kb = file(t, 'kb.json', '["not", "an", "object"]')
+  let run = await runServer({ KNOWLEDGE_BASE_FILE: kb })
+  t.equal(run.code, 1)
+  t.equal(run.stderr, `Invalid configuration: Knowledge base file ${kb} must hold a JSON object of {key: content} strings, found an array\n`)
+
+  const mcp = file(t, 'mcp.json', '{"mcpServers": ')
+  run = await runServer({ MCP_CONFIG_FILE: mcp })
+  t.equal(run.code, 1)
+  t.match(run.stderr, new RegExp(`^Invalid configuration: MCP_CONFIG_FILE: ${mcp.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is not valid JSON: [^\n]*\n$`))
+
+  // A port already taken: one line naming it, not a fatal log record with a stack trace.
+  const taken = createServer()
+  await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => { taken.close() })
+  const port = (taken.address() as AddressInfo).port
+  run = await runServer({ PORT: String(port) })
+  t.equal(run.code, 1)
+  t.equal(run.stderr, `Cannot listen on 127.0.0.1:${port}: the address is already in use\n`)
+  t.notMatch(run.stdout, /stack|fatal/, 'no stack trace in the log')
+})
+
+test('the startup log names the address to open, the docs and the playground', async (t) => {
+  const run = await runServer({}, /playground/)
+  const line = run.stdout.split('\n').find((text) => text.includes('listening on')) ?? ''
+  t.match(JSON.parse(line), { level: 'info', url: /^http:\/\/127\.0\.0\.1:\d+$/ })
+  t.match(line, /listening on http:\/\/127\.0\.0\.1:(\d+) \(bound to 127\.0\.0\.1:\1\); docs http:\/\/127\.0\.0\.1:\1\/docs, playground http:\/\/127\.0\.0\.1:\1\/playground/)
 })

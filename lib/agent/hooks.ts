@@ -93,6 +93,11 @@ export interface RunHooks {
   runStart (run: RunInfo): RunObserver | undefined
   /** An approval was issued for a paused run, or answered or superseded by a later request. */
   approval? (event: ApprovalEvent): void
+  /**
+   * A request follows a run without running it (a resume, a reconnect, a cancel): `link` is the run's
+   * `RunObserver.link`, `parent` what the glue hands runs of that request as `RunInfo.parent` (its server span).
+   */
+  followed? (follow: { parent: unknown, link: string }): void
 }
 
 /** Several hooks as one: observers are told in the order the hooks were given. */
@@ -100,6 +105,7 @@ export function composeRunHooks (hooks: readonly RunHooks[]): RunHooks {
   if (hooks.length === 1) return hooks[0] as RunHooks
   return {
     approval (event) { for (const hook of hooks) hook.approval?.(event) },
+    followed (follow) { for (const hook of hooks) hook.followed?.(follow) },
     runStart (run) {
       const observers = hooks.flatMap((hook) => hook.runStart(run) ?? [])
       if (observers.length <= 1) return observers[0]

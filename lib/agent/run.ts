@@ -130,7 +130,7 @@ async function callModel (state: RunState, ports: RunPorts, options: RunOptions)
       }
       if (message === undefined) throw new AgentError('The model stream ended without a message')
     }
-    usage.add(message.model, message.usage, message.usageEstimated === true ? 'estimated' : 'provider', ports.priceOf?.(message.model))
+    usage.add(message.model, message.usage, message.usageEstimated === true ? 'estimated' : 'provider', ports.priceOf?.(message.routedAs ?? message.model))
     return message
   } finally {
     if (message === undefined) {

@@ -96,6 +96,9 @@ function readModelsFile (path: string): unknown {
   }, { yaml: true })
 }
 
+/** The entry fields that take one of a few words, as an error names them. */
+const CHOICES: Record<string, string> = { provider: PROVIDER_NAMES.join(', '), structured_outputs: 'native or prompt' }
+
 /** The first schema error of a models file, as one line naming the entry and the field. */
 function describeFileError (data: unknown): string {
   const errors = [...Errors(ModelsFile, data)].filter((e) => e.keyword !== 'boolean' && e.keyword !== 'anyOf')
@@ -111,8 +114,9 @@ function describeFileError (data: unknown): string {
     const entry = (data as { models?: unknown[] }).models?.[index]
     const name = typeof entry === 'object' && entry !== null && typeof (entry as { name?: unknown }).name === 'string' ? ` ("${(entry as { name: string }).name}")` : ''
     const field = extra ?? missing ?? parts.slice(2).join('.')
-    const got = field === 'provider' && typeof entry === 'object' && entry !== null ? (entry as { provider?: unknown }).provider : undefined
-    const detail = got === undefined ? problem : `must be ${PROVIDER_NAMES.join(', ')} (got ${JSON.stringify(got)})`
+    const choices = CHOICES[field]
+    const got = choices !== undefined && typeof entry === 'object' && entry !== null ? (entry as Record<string, unknown>)[field] : undefined
+    const detail = got === undefined || choices === undefined ? problem : `must be ${choices} (got ${JSON.stringify(got)})`
     return `models[${index}]${name}: ${field === '' ? 'entry' : field} ${detail}`
   }
   if (parts.length === 0 && extra === undefined && missing === undefined) return 'must be an object with a "models" list'

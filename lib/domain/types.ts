@@ -32,6 +32,8 @@ export interface ToolSpec {
   name: string
   description: string
   input_schema: { type: 'object', properties: Record<string, unknown>, required?: string[] }
+  /** A client function tool's `strict` (17, 22): passed on to the provider when the client gave it. */
+  strict?: boolean
 }
 
 /** Token counts of a model call; the cache parts are parts of `input_tokens` (absent: none reported). */

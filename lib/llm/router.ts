@@ -192,7 +192,7 @@ export function createModelRouter (options: ModelRouterOptions): ModelRouter {
   }
 
   const report = (message: ModelResponse, model: RouterModel): ModelResponse =>
-    model.reportsOwnName === true || message.model === model.name ? message : { ...message, model: model.name }
+    message.model === model.name ? message : model.reportsOwnName === true ? { ...message, routedAs: model.name } : { ...message, model: model.name }
 
   /** Tells the router's owner and the request's hooks that the call moves to a fallback. */
   const moved = (request: ModelRequest, info: FallbackInfo): void => {

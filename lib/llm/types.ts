@@ -50,6 +50,8 @@ export interface ModelResponse {
   usage: Usage
   /** True when `usage` is an estimate, not the provider's count (the offline model). */
   usageEstimated?: boolean
+  /** The name the router called this model by, when the answer names another (the offline model says `offline`): its price is that name's. */
+  routedAs?: string
   /** Upstream request id, when there is one. */
   requestId?: string
   /** The provider's message or completion id (`msg_…`, `chatcmpl-…`), when it sent one. */

@@ -50,6 +50,7 @@ export function boundConversationRecord (record: ConversationRecord): Conversati
     ...(record.usageSource === undefined ? {} : { usageSource: record.usageSource }),
     ...(record.user === undefined ? {} : { user: cutText(record.user) }),
     ...(record.pendingApprovals === undefined ? {} : { pendingApprovals: record.pendingApprovals.map((approval) => ({ ...approval })) }),
+    ...(record.format === undefined ? {} : { format: { ...record.format } }),
     timestamp: record.timestamp,
   }
 }

@@ -156,8 +156,10 @@ function logOutages (redis: RedisConnection, logger: RedisLogger | undefined): v
   let state: 'starting' | 'up' | 'down' = 'starting'
   redis.on('error', (err: Error & { code?: string }) => {
     if (state === 'down') return
+    // A Redis down from the start is reported once by whoever waited for it (the stores' startup warning).
+    const starting = state === 'starting'
     state = 'down'
-    logger?.warn({ err: { name: err.name, message: err.message, code: err.code } }, 'Redis error; commands fail until it is back')
+    if (!starting) logger?.warn({ err: { name: err.name, message: err.message, code: err.code } }, 'Redis error; commands fail until it is back')
   })
   redis.on('ready', () => {
     if (state === 'down') logger?.info({}, 'Redis connection restored')

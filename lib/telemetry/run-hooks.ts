@@ -1,7 +1,7 @@
 // Traces as run hooks (README "Traces"): an agent span per run, a chat span per model call attempt, a tool
 // span per tool execution. Spans are parented explicitly (no global context manager is registered).
 import {
-  ROOT_CONTEXT, SpanKind, SpanStatusCode, defaultTextMapSetter, trace,
+  ROOT_CONTEXT, SpanKind, SpanStatusCode, defaultTextMapGetter, defaultTextMapSetter, trace,
   type Attributes, type Context, type HrTime, type Span, type Tracer, type TextMapPropagator,
 } from '@opentelemetry/api'
 import { hrTime } from '@opentelemetry/core'
@@ -239,6 +239,12 @@ function agentErrorType (result: RunEnd, state: RunSpans): string {
 export function createTracingRunHooks (options: TracingHooksOptions): RunHooks {
   const { tracer } = options
   return {
+    // A resume or a cancel links its server span to the run it follows.
+    followed ({ parent, link }) {
+      const span = trace.getSpan(parentContext(parent))
+      const context = trace.getSpanContext(options.propagator.extract(ROOT_CONTEXT, { traceparent: link }, defaultTextMapGetter))
+      if (span !== undefined && context !== undefined) span.addLink({ context })
+    },
     runStart (run): RunObserver {
       const parent = parentContext(run.parent)
       if (run.gateway) {

@@ -20,7 +20,7 @@ export const NOT_FOUND_PREFIX = 'No relevant information found for: '
 export const BUILT_IN_DOCUMENTS: Readonly<Record<string, string>> = Object.freeze({
   'rate limit': 'Each client may send RATE_LIMIT_PER_MINUTE requests per minute (default 60) in a sliding window, ' +
     'counted per API key when authentication is on, otherwise per client IP. POST /chat also has its own limit of ' +
-    'CHAT_RATE_LIMIT_PER_MINUTE per IP (default 10). Health, readiness, metrics and docs are not limited. A refused ' +
+    'CHAT_RATE_LIMIT_PER_MINUTE, shared with POST /chat/stream (default 10), per API key when authentication is on, otherwise per client IP. Health, readiness, metrics and docs are not limited. A refused ' +
     'request gets 429 with a Retry-After header and is not counted; responses carry X-RateLimit-Limit, ' +
     'X-RateLimit-Remaining and X-RateLimit-Reset.',
   authentication: 'When API_KEYS is set, chat, agent and session routes require the header ' +

@@ -65,8 +65,9 @@ test('compose.yaml does not publish an open API by default', async (t) => {
   t.notMatch(compose, /- "\d+:\d+"/, 'no port published on every address')
 })
 
-test('runtime: Node 22 or later, and CI runs the suite again on Node 24', async (t) => {
-  t.equal(JSON.parse(read('package.json')).engines.node, '>=22')
+test('runtime: Node 22.15 or later (the floor the dependencies declare), and CI runs the suite again on Node 24', async (t) => {
+  t.equal(JSON.parse(read('package.json')).engines.node, '>=22.15.0')
+  t.match(read('README.md'), /Node\.js 22\.15 or later/, 'README names the same floor')
   const ci = read('.ci/run')
   t.match(ci, /^npm test$/m, 'the README\'s command')
   t.match(ci, /EXPECT_NODE_MAJOR=24 TAP_TYPE_STRIP_ONLY=1 npx -y -p node@24 -- sh -c "node --version && npm test -- /)

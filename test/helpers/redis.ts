@@ -85,9 +85,11 @@ export async function requireRedis (t: Test, url: string = REDIS_URL): Promise<R
   }
   const prefix = `test:${randomUUID()}:`
   const clients: Redis[] = []
+  usedPrefixes.push({ url, prefix })
+  sweepWhenDone()
   t.teardown(async () => {
-    const admin = clients.find((c) => c.status === 'ready')
-    if (admin !== undefined) await deleteKeys(admin, prefix)
+    // Keys are deleted whether or not the test opened a connection of its own (most only hand the prefix to an app).
+    await deleteKeysAt(url, prefix, clients.find((c) => c.status === 'ready'))
     await Promise.all(clients.map(async (c) => await closeRedisClient(c)))
   })
   return {
@@ -99,6 +101,39 @@ export async function requireRedis (t: Test, url: string = REDIS_URL): Promise<R
       await waitForRedis(redis, 5000)
       return redis
     },
+  }
+}
+
+/** Every prefix handed out in this process: swept once more when the file's tests are over. */
+const usedPrefixes: Array<{ url: string, prefix: string }> = []
+let sweeping = false
+
+/**
+ * Deletes the keys of every prefix again after the last test of the file: an app closed by a teardown that ran after
+ * the test's own (settling a budget, flushing the conversation log) may have written after the first deletion.
+ */
+function sweepWhenDone (): void {
+  if (sweeping) return
+  sweeping = true
+  tap.after(async () => {
+    for (const { url, prefix } of usedPrefixes) await deleteKeysAt(url, prefix)
+  })
+}
+
+/** Deletes every key under `prefix` at `url`, on `client` when given, else on a connection of its own. */
+async function deleteKeysAt (url: string, prefix: string, client?: Redis): Promise<void> {
+  if (client !== undefined) {
+    await deleteKeys(client, prefix)
+    return
+  }
+  const admin = createRedisClient(url, { connectionName: 'agentchat-test-cleanup' })
+  try {
+    await waitForRedis(admin, 5000)
+    await deleteKeys(admin, prefix)
+  } catch {
+    // Redis went away during the test (outage tests stop private servers): nothing is left to delete there.
+  } finally {
+    await closeRedisClient(admin)
   }
 }
 

@@ -37,3 +37,10 @@ test('approvals and fallbacks arrive through the hooks, composed with other hook
   t.same(counted, ['requested mail', 'decided mail superseded', 'fallback a b'])
   t.same(seen, ['requested', 'superseded', 'a>b'])
 })
+
+test('a request that follows a run is told to every hook, once per link', async (t) => {
+  const followed: string[] = []
+  const hook = (name: string): RunHooks => ({ runStart: () => undefined, followed: ({ link }) => { followed.push(`${name} ${link}`) } })
+  composeRunHooks([hook('a'), hook('b'), { runStart: () => undefined }]).followed?.({ parent: undefined, link: '00-x' })
+  t.same(followed, ['a 00-x', 'b 00-x'])
+})

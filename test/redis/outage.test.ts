@@ -227,7 +227,9 @@ test('the app starts while Redis is down, serves /health, and connects by itself
   // Nothing listens on server.port yet.
   const { app, logs } = await buildTestApp(t, { REDIS_URL: server.url, RATE_LIMIT_PER_MINUTE: '3', CHAT_RATE_LIMIT_PER_MINUTE: '1000' })
   t.equal(app.stores.kind, 'redis')
-  t.ok(errorLines(logs, 'Redis not reachable at startup; continuing, it will reconnect').length === 1, 'the startup failure is logged')
+  t.equal(logs.lines.filter((line) => line['level'] === 'warn' && line['msg'] === 'Redis not reachable at startup; continuing, it will reconnect').length, 1, 'the startup failure is one warning')
+  t.same(logs.lines.filter((line) => line['level'] === 'error' || (line['level'] === 'warn' && /Redis/.test(String(line['msg'])))).map((line) => line['msg']),
+    ['Redis not reachable at startup; continuing, it will reconnect'], 'and the only Redis line')
 
   await assertNotReady(t, app)
   assertSessionStoreDown(t, await app.inject({ method: 'POST', url: '/chat', payload: { message: 'hi' } }), 'POST /chat')

@@ -29,7 +29,7 @@ function clientTools (tools: ChatCompletionRequest['tools']): ToolSpec[] {
   return (tools ?? []).map((tool, i) => {
     if (tool.type !== 'function') throw invalidRequest(`Invalid tool type ${JSON.stringify(tool.type)}: only 'function' tools are supported.`, `tools[${i}].type`)
     const fn = tool.function
-    return clientTool(field(fn, 'name'), field(fn, 'description'), field(fn, 'parameters'), `tools[${i}].function.name`)
+    return clientTool(field(fn, 'name'), field(fn, 'description'), field(fn, 'parameters'), `tools[${i}].function.name`, fn?.strict)
   })
 }
 

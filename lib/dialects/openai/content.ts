@@ -71,14 +71,19 @@ export function userContent (
 }
 
 /** A client function tool as the model sees it; the name checked. */
-export function clientTool (name: unknown, description: unknown, parameters: unknown, param: string): ToolSpec {
+export function clientTool (name: unknown, description: unknown, parameters: unknown, param: string, strict?: boolean | null): ToolSpec {
   if (typeof name !== 'string' || !TOOL_NAME.test(name)) {
     throw invalidRequest(`Invalid tool name ${JSON.stringify(name)}: it must match ^[A-Za-z0-9_-]{1,64}$.`, param)
   }
   const schema = typeof parameters === 'object' && parameters !== null && !Array.isArray(parameters)
     ? { type: 'object' as const, properties: {}, ...parameters as Record<string, unknown> }
     : { type: 'object' as const, properties: {} }
-  return { name, description: typeof description === 'string' ? description : '', input_schema: schema as ToolSpec['input_schema'] }
+  return {
+    name,
+    description: typeof description === 'string' ? description : '',
+    input_schema: schema as ToolSpec['input_schema'],
+    ...(typeof strict === 'boolean' ? { strict } : {}),
+  }
 }
 
 /** `tool_choice` as the provider's: `auto`, `none`, `required`, or one named function of `tools`. */

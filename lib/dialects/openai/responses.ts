@@ -33,7 +33,7 @@ function clientTools (tools: ResponsesRequest['tools']): ToolSpec[] {
     if (tool.type !== 'function') {
       throw invalidRequest(`Invalid tool type ${JSON.stringify(tool.type)}: only 'function' tools are supported.`, `tools[${i}].type`)
     }
-    return clientTool(tool.name, tool.description, tool.parameters, `tools[${i}].name`)
+    return clientTool(tool.name, tool.description, tool.parameters, `tools[${i}].name`, tool.strict)
   })
 }
 

@@ -4,7 +4,7 @@ import { Type } from 'typebox'
 import { requestKind } from '../../../lib/dialects/approvals.js'
 import { agentEvents } from '../../../lib/dialects/agent-events/format.js'
 import { chatRunSpec } from '../../../lib/dialects/v1/request.js'
-import { resumableIn } from '../../../plugins/resumable.js'
+import { resumableIn } from '../../../lib/http/resumable.js'
 import { SseResponse, agentStreamRequestSchema, type ChatRequestBody } from '../../../schemas/chat.js'
 import { modelErrorResponses } from '../../../schemas/common.js'
 

@@ -5,7 +5,7 @@ import { refuseGatedTools } from '../../../lib/dialects/approvals.js'
 import { agentResponse, chatRunSpec } from '../../../lib/dialects/v1/request.js'
 import { refuseFormat } from '../../../lib/input/output-format.js'
 import { textChunks } from '../../../lib/dialects/v1/text-chunks.js'
-import { resumableIn } from '../../../plugins/resumable.js'
+import { resumableIn } from '../../../lib/http/resumable.js'
 import {
   AgentResponse, SimpleChatResponse, SseResponse, chatRequestSchema, v1ChatBodySchema,
 } from '../../../schemas/chat.js'

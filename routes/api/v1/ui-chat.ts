@@ -4,7 +4,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { randomUUID } from 'node:crypto'
 import { Type } from 'typebox'
 import { openSseStream } from '../../../lib/http/sse.js'
-import { resumeUrl, streamStoreDown } from '../../../plugins/resumable.js'
+import { resumeUrl, streamStoreDown } from '../../../lib/http/resumable.js'
 import { UI_MESSAGE_STREAM_HEADER, UI_MESSAGE_STREAM_VERSION, createUiMessageStream } from '../../../lib/dialects/ui/format.js'
 import { MAX_UI_JSON_FIELD_DEPTH, boundUiChatBody, uiMessagesToTurns } from '../../../lib/dialects/ui/messages.js'
 import { createJsonBodyBudget, type JsonPath } from '../../../lib/input/body-budget.js'
@@ -137,7 +137,7 @@ const uiChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const owner = request.identity
     const streamId = await app.stores.chatStreams.get(owner, request.params.id).catch(streamStoreDown)
     const info = streamId === null ? null : await app.stores.streamLog.info(streamId, owner).catch(streamStoreDown)
-    if (info?.link !== undefined) request.runLinks = [info.link]
+    app.runHooks.followed(request, info?.link)
     if (streamId === null || info === null || info.state !== 'running') return await reply.code(204).send(null)
     reply.header(UI_MESSAGE_STREAM_HEADER, UI_MESSAGE_STREAM_VERSION)
     reply.header('x-stream-id', streamId)

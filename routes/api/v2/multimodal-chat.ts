@@ -5,7 +5,7 @@ import { agentResponse, chatRunSpec } from '../../../lib/dialects/v1/request.js'
 import { parseImage } from '../../../lib/input/images.js'
 import type { ImageBlock } from '../../../lib/domain/types.js'
 import { textChunks } from '../../../lib/dialects/v1/text-chunks.js'
-import { resumableIn } from '../../../plugins/resumable.js'
+import { resumableIn } from '../../../lib/http/resumable.js'
 import { RequestValidationError, type ValidationIssue } from '../../../lib/input/validation.js'
 import {
   AgentResponse, BODY_LIMIT_BYTES, MAX_IMAGE_BYTES, MAX_IMAGES, SseResponse, V2_BODY_LIMIT, V2_BYTES_PER_IMAGE, multimodalRequestSchema,

@@ -101,6 +101,7 @@ export function toParams (request: ModelRequest, legacyVersion: boolean, promptC
       name: tool.name,
       description: tool.description,
       input_schema: tool.input_schema,
+      ...(tool.strict === undefined ? {} : { strict: tool.strict }),
       ...(promptCaching && index === last ? { cache_control: EPHEMERAL } : {}),
     }))
     // `none` never reaches a provider: the runner then sends no tools at all.

@@ -71,7 +71,12 @@ export function createOpenAIProvider (options: OpenAIProviderOptions): LLMProvid
     if (request.tools !== undefined && request.tools.length > 0) {
       params.tools = request.tools.map((tool) => ({
         type: 'function',
-        function: { name: tool.name, description: tool.description, parameters: tool.input_schema as unknown as Record<string, unknown> },
+        function: {
+          name: tool.name,
+          description: tool.description,
+          parameters: tool.input_schema as unknown as Record<string, unknown>,
+          ...(tool.strict === undefined ? {} : { strict: tool.strict }),
+        },
       }))
       // `none` never reaches a provider: the runner then sends no tools at all.
       const choice = request.toolChoice
