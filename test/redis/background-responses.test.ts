@@ -162,4 +162,6 @@ test('DURABLE_RUNS=false: background is a 400 naming DURABLE_RUNS', async (t) =>
   const client = new OpenAI({ baseURL: `${await listen(t, app)}/v1`, apiKey: 'sk-any', maxRetries: 0 })
   const error = await client.responses.create({ model: MODEL, input: 'x', background: true }).catch((e: unknown) => e)
   t.match(error, { status: 400, param: 'background', message: /DURABLE_RUNS/ })
+  const doc = (await app.inject({ method: 'GET', url: '/docs/json' })).json() as { paths: Record<string, Record<string, { operationId?: string }>> }
+  t.equal(doc.paths['/v1/responses/{id}/cancel']?.['post']?.operationId, 'cancelV1Response', 'the cancel route is in the OpenAPI document')
 })
