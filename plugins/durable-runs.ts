@@ -8,33 +8,46 @@ import type { StreamFormat } from '../lib/agent/stream-format.js'
 import { UsageTally } from '../lib/agent/usage.js'
 import { approvalMatcher } from '../lib/config/approval-policy.js'
 import { agentEvents } from '../lib/dialects/agent-events/format.js'
+import { createUiMessageStream, uiDeltaText, uiStreamState } from '../lib/dialects/ui/format.js'
 import { estimateTokens } from '../lib/llm/tokens.js'
 import type { ClaimedStream, DurableStreams, StreamEntry } from '../lib/stores/stream-log.js'
 import { streamLogSink } from '../lib/http/run-sinks.js'
 import { parseNamedEvent } from '../lib/domain/named-events.js'
 import { builderOf, responsesEvents, type ToolSourceOf } from '../lib/dialects/openai/responses.js'
 
-/** A durable run's format as its new owner writes it: `tokenText` reads the text of a stored token event. */
-type DurableFormat = StreamFormat & { tokenText: (payload: string) => string | undefined }
+/** A format whose runs can be durable: the text of a stored model-text payload, and the format a new owner goes on in. */
+interface DurableFormat {
+  tokenText: (payload: string) => string | undefined
+  /** The format continuing a claimed run after its stored payloads; `modelInterrupted`: its model call was cut. */
+  resume: (claim: ClaimedStream, durable: DurableStreams, modelInterrupted: boolean) => Promise<StreamFormat>
+}
 
-/** The formats whose runs can be durable, by the name the stream log records; made from the run's stored events. */
-const DURABLE_FORMATS: ReadonlyMap<string, (claim: ClaimedStream, stored: readonly StreamEntry[], sourceOf: ToolSourceOf) => DurableFormat | undefined> = new Map([
-  ['agent', () => ({ ...agentEvents, tokenText: agentTokenText })],
-  ['openai-responses', backgroundResponseFormat],
+/** The formats whose runs can be durable, by the name the stream log records. */
+const DURABLE_FORMATS: ReadonlyMap<string, DurableFormat> = new Map<string, DurableFormat>([
+  ['agent', { tokenText: agentTokenText, resume: async () => agentEvents }],
+  // The UI stream's format has state (its message id, the open text part and step): read back from what was stored.
+  ['ui', {
+    tokenText: uiDeltaText,
+    resume: async (claim, durable, modelInterrupted) => {
+      const stored = uiStreamState((await durable.range(claim.id, 0, claim.lastId)).map((entry) => entry.payload))
+      return createUiMessageStream({ messageId: stored.messageId ?? randomUUID(), continued: { ...stored, modelInterrupted } })
+    },
+  }],
 ])
 
-/** A background response's Responses event stream, going on after the events its former owners stored. */
-function backgroundResponseFormat (claim: ClaimedStream, stored: readonly StreamEntry[], sourceOf: ToolSourceOf): DurableFormat | undefined {
-  const events = stored.map((entry) => responseEvent(entry.payload))
-  const created = events[0]?.['response'] as Record<string, unknown> | undefined
-  if (created === undefined || events.some((event) => event === undefined)) return undefined
-  const builder = builderOf(created, claim.attempt)
-  const { format } = responsesEvents({ model: String(created['model']), builder, sourceOf, background: true, resumeFrom: events as Array<Record<string, unknown>> })
+/** A background response's Responses event stream (17, 21), going on after the events its former owners stored. */
+function backgroundResponses (sourceOf: ToolSourceOf): DurableFormat {
   return {
-    ...format,
     tokenText: (payload) => {
       const event = responseEvent(payload)
       return event?.['type'] === 'response.output_text.delta' && typeof event['delta'] === 'string' ? event['delta'] : undefined
+    },
+    resume: async (claim, durable) => {
+      const events = (await durable.range(claim.id, 0, claim.lastId)).map((entry) => responseEvent(entry.payload) ?? {})
+      const created = events[0]?.['response'] as Record<string, unknown> | undefined
+      if (created === undefined) throw new Error('background response without its response.created event')
+      const builder = builderOf(created, claim.attempt)
+      return responsesEvents({ model: String(created['model']), builder, sourceOf, background: true, resumeFrom: events }).format
     },
   }
 }
@@ -64,11 +77,13 @@ function createDurableRuns (app: FastifyInstance, durable: DurableStreams) {
   const { config } = app
   const retrySafe = approvalMatcher(config.retrySafePatterns)
   const maxAttempts = config.RUN_MAX_RECOVERIES + 1
+  const formats: ReadonlyMap<string, DurableFormat> = new Map([...DURABLE_FORMATS, ['openai-responses', backgroundResponses((name) => app.tools.sourceOf(name))]])
 
   /** Ends a claimed run that is not continued: its usage so far, then `Cancelled` or `Stream interrupted`. */
   async function end (claim: ClaimedStream, message: string, usage: UsageTally | undefined): Promise<void> {
     const producer = durable.adopt(claim)
-    const format = await formatOf(claim)
+    const durableFormat = formats.get(claim.format)
+    const format = durableFormat === undefined ? undefined : await durableFormat.resume(claim, durable, false)
     const payloads = format === undefined || usage === undefined
       ? [message === 'Cancelled' ? claim.cancelledPayload : claim.interruptedPayload]
       : format.error(message, usage.report())
@@ -76,27 +91,19 @@ function createDurableRuns (app: FastifyInstance, durable: DurableStreams) {
     await producer.finish(payloads.at(-1) ?? '')
   }
 
-  /** The claimed run's format, made from its stored events; undefined when this code cannot write it. */
-  async function formatOf (claim: ClaimedStream): Promise<DurableFormat | undefined> {
-    const make = DURABLE_FORMATS.get(claim.format)
-    if (make === undefined) return undefined
-    const stored = claim.format === 'agent' ? [] : await durable.range(claim.id, 0, claim.lastId)
-    return make(claim, stored, (name) => app.tools.sourceOf(name))
-  }
-
   /** Continues a claimed run from its last checkpoint on this process, or ends it as lost when it cannot be. */
   async function takeOver (claim: ClaimedStream): Promise<void> {
     const log = app.log.child({ streamId: claim.id, attempt: claim.attempt })
     const stored = parseCheckpoint(claim.checkpoint)
     const record = parseRecord(claim.record)
-    const format = await formatOf(claim)
+    const durableFormat = formats.get(claim.format)
     const usage = stored === null ? undefined : new UsageTally(stored.state.usage)
     if (claim.outcome === 'cancelled') {
       log.info('durable run cancelled while it had no owner: ended')
       await end(claim, 'Cancelled', usage)
       return
     }
-    if (claim.outcome === 'lost' || stored === null || record === null || format === undefined) {
+    if (claim.outcome === 'lost' || stored === null || record === null || durableFormat === undefined) {
       log.warn({ reason: claim.outcome === 'lost' ? 'RUN_MAX_RECOVERIES reached' : 'checkpoint unreadable' }, 'durable run lost')
       app.metrics.runRecoveries.inc({ outcome: 'lost' })
       await end(claim, 'Stream interrupted', usage)
@@ -105,8 +112,9 @@ function createDurableRuns (app: FastifyInstance, durable: DurableStreams) {
     const { state, boundary } = stored
     // What the interrupted model call had streamed after the checkpoint: readers drop it (`discarded_text`).
     const after: StreamEntry[] = await durable.range(claim.id, claim.checkpointId, claim.lastId)
-    const discardedText = after.map((entry) => format.tokenText(entry.payload) ?? '').join('')
+    const discardedText = after.map((entry) => durableFormat.tokenText(entry.payload) ?? '').join('')
     const modelInterrupted = boundary === 'start' || boundary === 'tools_done'
+    const format = await durableFormat.resume(claim, durable, modelInterrupted)
     if (modelInterrupted && usage !== undefined) {
       // 19's estimate of what it was sent, one token per 4 characters of what it wrote; the run's source becomes `estimated`.
       usage.add(state.settings.model, { input_tokens: estimateTokens(state.turns), output_tokens: Math.ceil(discardedText.length / 4) }, 'estimated', config.prices.get(state.settings.model))
@@ -129,6 +137,7 @@ function createDurableRuns (app: FastifyInstance, durable: DurableStreams) {
       attempt: claim.attempt,
       discardedText,
       retrySafe,
+      link: claim.link === '' ? undefined : claim.link,
       interrupted: (tool) => { app.metrics.toolCalls.inc({ tool, outcome: 'interrupted' }) },
     }, record.conversationId, format.name)
     await app.agent.service.stream(context, run, format, streamLogSink({ producer, signal: tracked.signal, done: tracked.done }))

@@ -8,7 +8,7 @@ declare module 'fastify' {
 }
 
 export default fp(async (app) => {
-  // A stream whose client reads nothing for STREAM_STALL_SECONDS is closed as a disconnect (lib/sse.ts).
+  // A stream whose client reads nothing for STREAM_STALL_SECONDS is closed as a disconnect (lib/http/sse.ts).
   const registry = createSseRegistry({ stallMs: app.config.STREAM_STALL_SECONDS * 1000 })
   app.decorate('streams', registry)
   app.lifecycle.onForceClose(() => {

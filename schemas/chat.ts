@@ -12,7 +12,7 @@ export const MAX_IMAGE_CHARS = Math.ceil(MAX_IMAGE_BYTES / 3) * 4 + 64
 
 /**
  * Room each image buys in the body: its largest base64 text, plus 1/32 for JSON escapes (`\/`) and framing.
- * A body gets BODY_LIMIT_BYTES plus this much per image it holds (lib/body-budget.ts, checked as it arrives).
+ * A body gets BODY_LIMIT_BYTES plus this much per image it holds (lib/input/body-budget.ts, checked as it arrives).
  */
 export const V2_BYTES_PER_IMAGE = MAX_IMAGE_CHARS + Math.ceil(MAX_IMAGE_CHARS / 32) + 64
 /** The most any v2 body may be: every image at its largest plus the normal limit (the Content-Length check). */

@@ -4,7 +4,7 @@ import { Type } from 'typebox'
 /** Most characters of message text one request may carry, all messages together (README "Endpoints"). */
 export const MAX_TOTAL_TEXT_CHARS = 4_000_000
 
-/** Schema keyword bounding the summed `content` length of a message array (lib/validation.ts adds it to Ajv). */
+/** Schema keyword bounding the summed `content` length of a message array (lib/input/validation.ts adds it to Ajv). */
 export const MAX_TOTAL_CHARS_KEYWORD = 'x-max-total-chars'
 
 export const ValidationIssue = Type.Object({

@@ -19,7 +19,7 @@ const optionalText = (description: string, maxLength = MAX_UI_TEXT_CHARS) => Typ
 
 /**
  * One part of a UI message. One object rather than a union of part kinds, so a bad field is reported at
- * that field; what each kind requires is checked when the message is read (lib/ui-messages.ts), 422 too.
+ * that field; what each kind requires is checked when the message is read (lib/dialects/ui/messages.ts), 422 too.
  */
 export const UiMessagePart = Type.Object({
   type: Type.String({

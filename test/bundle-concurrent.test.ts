@@ -5,6 +5,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, readFileSync, readdirSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import tap, { test } from 'tap'
+import type { Teardown } from './helpers/teardown.js'
 
 // Two builds (tsc and esbuild) and two starts at once: slow on a loaded machine.
 tap.setTimeout(600_000)
@@ -23,7 +24,7 @@ function productionEnv (): Record<string, string> {
 }
 
 /** Starts `npm start` in the checkout; resolves with its port once it listens, rejects if it exits first. */
-function npmStart (t: { teardown: (fn: () => void) => void }): { child: ChildProcess, port: Promise<number>, output: () => string } {
+function npmStart (t: Teardown): { child: ChildProcess, port: Promise<number>, output: () => string } {
   const child = spawn('npm', ['start'], { cwd: root, env: productionEnv(), stdio: ['ignore', 'pipe', 'pipe'], detached: true })
   t.teardown(() => { if (child.exitCode === null && child.pid !== undefined) process.kill(-child.pid, 'SIGKILL') })
   let output = ''

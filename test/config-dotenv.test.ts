@@ -11,8 +11,9 @@ import { createHash } from 'node:crypto'
 import { buildApp } from '../app.js'
 import { captureLogs, TEST_ENV } from './helpers/app.js'
 import { ConfigError, loadConfig } from '../lib/config/config.js'
+import type { Teardown } from './helpers/teardown.js'
 
-function tempDir (t: { teardown: (fn: () => void) => void }): string {
+function tempDir (t: Teardown): string {
   const dir = mkdtempSync(join(tmpdir(), 'agentchat-dotenv-'))
   t.teardown(() => { rmSync(dir, { recursive: true, force: true }) })
   return dir

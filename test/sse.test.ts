@@ -1,4 +1,4 @@
-// Tests of lib/sse.ts over real sockets: headers, framing, heartbeat, disconnect, backpressure, shutdown.
+// Tests of lib/http/sse.ts over real sockets: headers, framing, heartbeat, disconnect, backpressure, shutdown.
 import { test } from 'tap'
 import { once } from 'node:events'
 import { get as httpGet, type IncomingMessage } from 'node:http'

@@ -9,7 +9,7 @@ import {
   type AnswerScope, type ApprovalAnswer, type PendingApprovalView,
 } from './approvals.js'
 import type { ApprovalEvent, RunHooks } from './hooks.js'
-import type { ApprovalDecision } from './run.js'
+import type { ApprovalDecision, RanCall } from './run.js'
 import type { RunSpec } from './spec.js'
 import type { RunState } from './state.js'
 
@@ -51,7 +51,8 @@ export function createApprovalFlow (approvals: ApprovalPorts | undefined, hooks:
       let results: ToolResultBlock[] = []
       if (run !== null) {
         const expired = run.approvals.every((approval) => approval.expiresAt <= now)
-        if (!expired) for (const approval of run.approvals) tell(approval.tool, 'superseded')
+        // A kept run's approvals were answered (their calls ran): not superseded, and the model reads their results.
+        if (!expired && run.kept === undefined) for (const approval of run.approvals) tell(approval.tool, 'superseded')
         // A client-held conversation (UI) carries the waiting calls itself, answered as not run.
         if (spec.memory === undefined) return spec
         results = supersededResults(run, now)
@@ -98,10 +99,28 @@ export function createApprovalFlow (approvals: ApprovalPorts | undefined, hooks:
     async claim (owner: string, continuation: Continuation): Promise<{ paused: PausedRun, decisions: Map<string, ApprovalDecision> }> {
       if (approvals === undefined) throw new ApprovalNotFoundError()
       const { run: paused, decisions } = await claimAnswers(approvals.store, owner, continuation, continuation.answers, continuation.loc)
-      for (const approval of paused.approvals) {
-        tell(approval.tool, decisions.get(approval.callId)?.approved === true ? 'approved' : 'denied')
+      // The same continuation sent again: its decisions were counted the first time.
+      if (paused.kept === undefined) {
+        for (const approval of paused.approvals) tell(approval.tool, decisions.get(approval.callId)?.approved === true ? 'approved' : 'denied')
       }
       return { paused, decisions }
+    },
+
+    /** Keeps a continued run once its approved calls ran: `state` holds their results, `answers` the continuation's. */
+    async keep (owner: string, paused: PausedRun, answers: readonly ApprovalAnswer[], state: RunState, ran: RanCall[]): Promise<void> {
+      if (approvals === undefined) return
+      const kept: PausedRun = {
+        ...paused,
+        state: JSON.parse(JSON.stringify(state)) as RunState,
+        kept: { answers: Object.fromEntries(answers.map((a) => [a.id, { approved: a.approved, ...(a.reason === undefined ? {} : { reason: a.reason }) }])), calls: ran },
+      }
+      await approvals.store.keep(owner, kept)
+    },
+
+    /** A kept run's continuation ended: got through (`ok`: the run is dropped) or failed (the same continuation may come again). */
+    async settle (owner: string, paused: PausedRun, ok: boolean): Promise<void> {
+      if (approvals === undefined) return
+      await (ok ? approvals.store.finish(owner, paused) : approvals.store.release(owner, paused))
     },
 
     /** The open approvals of a scope's waiting run ([] when none waits or approval is off). */
@@ -109,7 +128,7 @@ export function createApprovalFlow (approvals: ApprovalPorts | undefined, hooks:
       if (approvals === undefined) return []
       const run = await approvals.store.waiting(owner, scope.family, scope.scope).catch(sessionStoreDown)
       const now = Date.now()
-      return run === null ? [] : run.approvals.filter((approval) => approval.expiresAt > now).map(approvalView)
+      return run === null || run.kept !== undefined ? [] : run.approvals.filter((approval) => approval.expiresAt > now).map(approvalView)
     },
 
     /** Forgets a scope's waiting run (a deleted session). */

@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto'
 import { ApprovalAnsweredError, ApprovalNotFoundError, StoreUnavailableError } from '../domain/errors.js'
 import type { ToolResultBlock } from '../domain/types.js'
-import type { ApprovalFamily, ApprovalRecord, PausedRun, RunStore } from '../stores/run-store.js'
+import { claimable, type ApprovalFamily, type ApprovalRecord, type PausedRun, type RunStore } from '../stores/run-store.js'
 import { RequestValidationError } from '../input/validation.js'
 import type { ApprovalDecision } from './run.js'
 import { isRunState, type RunState } from './state.js'
@@ -73,7 +73,7 @@ export async function claimAnswers (
   const inScope = (entry: (typeof entries)[number]) =>
     entry !== null && entry.family === where.family && (where.family === 'agent' || entry.scope === where.scope)
   if (!entries.every(inScope)) throw notFound()
-  if (entries.some((entry) => entry?.status !== 'pending')) throw answered()
+  if (entries.some((entry) => !claimable(entry?.status))) throw answered()
   const runIds = new Set(entries.map((entry) => entry?.runId))
   if (runIds.size > 1) {
     throw new RequestValidationError([{ loc, msg: 'The approvals belong to different paused turns: answer one turn per request', type: 'value_error' }])
@@ -83,8 +83,14 @@ export async function claimAnswers (
   if (run === null) {
     // A racing continuation may have taken the run since the lookup: then its approvals read as answered.
     const again = await store.lookup(owner, ids).catch(approvalStoreDown)
-    throw again.some((entry) => entry !== null && entry.status !== 'pending') ? answered() : notFound()
+    throw again.some((entry) => entry !== null && !claimable(entry.status)) ? answered() : notFound()
   }
+  // A continuation sent again after its calls ran must be the same one: other answers are too late (409).
+  const kept = run.kept
+  if (kept !== undefined && answers.some((answer) => {
+    const before = kept.answers[answer.id]
+    return before === undefined || before.approved !== answer.approved || (before.reason ?? '') !== (answer.reason ?? '')
+  })) throw answered()
   const missing = run.approvals.filter((approval) => !seen.has(approval.id))
   if (missing.length > 0) {
     throw new RequestValidationError([{

@@ -23,6 +23,8 @@ export interface RunInfo {
   gateway: boolean
   /** Whatever the HTTP glue attached to the request for the hooks (a trace span); opaque to the runner. */
   parent?: unknown
+  /** A durable run taken over by this process (DECISIONS 21): its attempt, and its first agent span (`traceparent`). */
+  recovery?: { attempt: number, link?: string | undefined } | undefined
 }
 
 /** How a run ended. */

@@ -56,7 +56,15 @@ export interface RunOptions {
   checkpoint?: Checkpoint | undefined
   /** Model calls that finished before this request took the run (a taken-over run): they count for MAX_ITERATIONS. */
   callsBefore?: number | undefined
+  /**
+   * A continuation's approved calls ran (their results in the state), before the next model call: the results are
+   * kept with the run, so a continuation that fails later is sent again without running them (README "Tool approval"); awaited.
+   */
+  onCallsRan?: ((state: RunState, ran: RanCall[]) => Promise<void>) | undefined
 }
+
+/** An approved call that ran, with its result. */
+export interface RanCall { id: string, name: string, input: Record<string, unknown>, content: string, isError: boolean }
 
 /**
  * The step boundaries a run is saved at: `start` (nothing sent yet), `model_done` (a model call finished: its text,
@@ -381,9 +389,10 @@ export function denialText (reason: string | undefined): string {
  * model reads the denial as its error result. Then the turn closes and the run goes on as {@link drive}.
  */
 export async function * resume (
-  state: RunState, ports: RunPorts, options: RunOptions, decisions: ReadonlyMap<string, ApprovalDecision>
+  state: RunState, ports: RunPorts, options: RunOptions, decisions: ReadonlyMap<string, ApprovalDecision>, kept?: readonly RanCall[]
 ): AsyncGenerator<AgentEvent, RunState> {
   throwIfAborted(options.signal)
+  if (kept !== undefined) return yield * resumeKept(state, ports, options, decisions, kept)
   const answered: Array<{ toolCallId: string, approved: boolean, reason?: string | undefined }> = []
   for (const call of state.pending) {
     // The client's own calls of the turn (frontend tools) wait for the client still.
@@ -397,7 +406,37 @@ export async function * resume (
   yield { type: 'resumed', answered }
   // Approved calls run now; the client's own calls of the turn stay pending.
   state.pending = state.pending.filter((call) => call.kind !== 'approval')
+  const approved = state.pending.filter((call) => call.kind === 'run')
   yield * runPendingCalls(state, ports, options)
+  if (options.onCallsRan !== undefined) {
+    const results = new Map(state.results.map((block) => [block.tool_use_id, block]))
+    await options.onCallsRan(state, approved.map((call) => {
+      const block = results.get(call.id)
+      const content = typeof block?.content === 'string' ? block.content : JSON.stringify(block?.content ?? '')
+      return { id: call.id, name: call.name, input: call.input, content, isError: block?.is_error === true }
+    }))
+  }
+  return yield * afterAnswers(state, ports, options)
+}
+
+/**
+ * A continuation sent again after its approved calls ran: their results (already in the state) are shown again,
+ * nothing runs twice, and the run goes on from them.
+ */
+async function * resumeKept (
+  state: RunState, ports: RunPorts, options: RunOptions, decisions: ReadonlyMap<string, ApprovalDecision>, kept: readonly RanCall[]
+): AsyncGenerator<AgentEvent, RunState> {
+  const answered = [...decisions].map(([toolCallId, decision]) => ({ toolCallId, approved: decision.approved, reason: decision.reason }))
+  yield { type: 'resumed', answered }
+  for (const call of kept) yield { type: 'tool_call', data: { tool: call.name, args: call.input }, callId: call.id }
+  const asPending = (call: RanCall): PendingCall => ({ id: call.id, name: call.name, input: call.input, kind: 'run' })
+  for (const call of kept) yield * announceResult(state, asPending(call), call)
+  if (options.onCallsRan !== undefined) await options.onCallsRan(state, [...kept])
+  return yield * afterAnswers(state, ports, options)
+}
+
+/** After a turn's answers: the run waits for the client's own calls, or closes the turn and goes on. */
+async function * afterAnswers (state: RunState, ports: RunPorts, options: RunOptions): AsyncGenerator<AgentEvent, RunState> {
   if (state.pending.length > 0) {
     // Frontend calls of the turn: the run ends here, they wait for the client's results.
     state.status = 'tool_calls_pending'
@@ -422,6 +461,8 @@ export interface RecoveryPlan {
   retrySafe: (name: string) => boolean
   /** Told of each started call that is not run again. */
   interrupted?: ((tool: string) => void) | undefined
+  /** The run's first agent span as the stream keeps it (opaque to the runner): the new owner's trace links to it. */
+  link?: string | undefined
 }
 
 /**

@@ -4,15 +4,15 @@ import { isAbortError } from '../llm/abort.js'
 import type { LLMProvider } from '../llm/types.js'
 import type { ChatTurn } from '../domain/types.js'
 import { boundConversationRecord } from '../stores/conversation-bounds.js'
-import type { ApprovalRecord } from '../stores/run-store.js'
+import type { ApprovalRecord, PausedRun } from '../stores/run-store.js'
 import type { ConversationLog, SessionStore } from '../stores/types.js'
 import { createApprovalFlow, type ApprovalPorts, type Continuation } from './approval-flow.js'
-import { approvalView, pausedState } from './approvals.js'
+import { approvalView, pausedState, type ApprovalAnswer } from './approvals.js'
 import type { StreamFormat } from './stream-format.js'
 import type { AgentEvent } from './events.js'
 import { watchFirstCall, type RunHooks, type RunObserver, type RunOutcome } from './hooks.js'
 import {
-  drive, recover, resume, resultOf, type AgentResult, type ApprovalDecision, type Checkpoint, type RecoveryPlan, type RunOptions, type ToolPort,
+  drive, recover, resume, resultOf, type AgentResult, type ApprovalDecision, type RanCall, type Checkpoint, type RecoveryPlan, type RunOptions, type ToolPort,
 } from './run.js'
 import type { RunSpec } from './spec.js'
 import { continuedState, newRunState, type RunState } from './state.js'
@@ -120,6 +120,8 @@ export interface PreparedRun {
   approvals?: ApprovalRecord[] | undefined
   /** A durable run taken over from its last checkpoint (DECISIONS 21). */
   recovery?: RecoveryPlan | undefined
+  /** A continuation: the paused run it claimed and its answers; `kept` once its approved calls' results are kept. */
+  continued?: { paused: PausedRun, answers: readonly ApprovalAnswer[], kept: boolean } | undefined
 }
 
 /** How a run's error ends the hooks' view of it. */
@@ -177,6 +179,7 @@ export function createAgentService (ports: AgentPorts) {
       conversationId: run.spec.memory?.id ?? run.spec.conversationId,
       gateway: runSettings.clientTools !== undefined,
       parent: context.parent,
+      ...(run.recovery === undefined ? {} : { recovery: { attempt: run.recovery.attempt, link: run.recovery.link } }),
     }))
     return { ...run, observer, firstCall: admitted }
   }
@@ -231,7 +234,8 @@ export function createAgentService (ports: AgentPorts) {
       memory: paused.memory,
       approval: { family: paused.family, scope: paused.scope },
     }
-    return startRun(context, dialect, { spec, state, owner: context.owner, conversationId: paused.conversationId, decisions })
+    const continued = { paused, answers: continuation.answers, kept: false }
+    return startRun(context, dialect, { spec, state, owner: context.owner, conversationId: paused.conversationId, decisions, continued })
   }
 
   /** Saves the new turns of a run over stored memory, then trims it to MEMORY_MAX_TOKENS. */
@@ -316,18 +320,32 @@ export function createAgentService (ports: AgentPorts) {
       identity: run.owner,
     }
     const { checkpoint } = sink
-    const options: RunOptions = { streaming, signal: sink.signal, onToken, checkpoint }
+    const { continued } = run
+    // A continuation keeps its approved calls' results with the run once they ran; then its end settles them.
+    const onCallsRan = continued === undefined
+      ? undefined
+      : async (state: RunState, ran: RanCall[]): Promise<void> => {
+        await approvals.keep(run.owner, continued.paused, continued.answers, state, ran).then(
+          () => { continued.kept = true },
+          (error: unknown) => { context.log.warn({ err: error }, 'approved calls\' results not kept') })
+      }
+    const settle = async (ok: boolean): Promise<void> => {
+      if (continued?.kept !== true) return
+      await approvals.settle(run.owner, continued.paused, ok).catch((error: unknown) => { context.log.warn({ err: error }, 'kept run not settled') })
+    }
+    const options: RunOptions = { streaming, signal: sink.signal, onToken, checkpoint, onCallsRan }
     try {
       if (checkpoint !== undefined && run.recovery === undefined) await checkpoint('start', run.state)
       // A fresh run drives; a continuation resumes its paused turn with the answers; a taken-over run recovers.
       const events = run.recovery !== undefined
         ? recover(run.state, runPorts, options, run.recovery)
-        : run.decisions === undefined ? drive(run.state, runPorts, options) : resume(run.state, runPorts, options, run.decisions)
+        : run.decisions === undefined ? drive(run.state, runPorts, options) : resume(run.state, runPorts, options, run.decisions, continued?.paused.kept?.calls)
       for (let step = await events.next(); step.done !== true; step = await events.next()) {
         const sent = send(step.value)
         if (sent !== undefined) await sent
       }
       run.approvals = await approvals.pause(run)
+      await settle(true)
       if (checkpoint !== undefined) await checkpoint('end', run.state)
       await remember(run).catch((error: unknown) => {
         if (sink.saveFailed !== undefined) sink.saveFailed(error)
@@ -339,6 +357,7 @@ export function createAgentService (ports: AgentPorts) {
       const issued = new Map((run.approvals ?? []).map((approval) => [approval.callId, approvalView(approval)]))
       await sink.end(paused && format.paused !== undefined ? format.paused({ ...ending, pending: run.state.pending, approvals: issued }) : format.done(ending))
     } catch (error) {
+      await settle(false)
       await finish(context, run, outcomeOf(error, sink.signal), error)
       if (sink.takeError?.(error) === true) return
       if (sink.signal.aborted || isAbortError(error)) {

@@ -4,6 +4,7 @@ import type { ToolCall } from '../../schemas/chat.js'
 import type { ChatTurn, ToolResultBlock, ToolSpec } from '../domain/types.js'
 import type { UsageSource } from '../domain/types.js'
 import type { OutputFormat } from '../domain/output-format.js'
+import { isRecord } from '../domain/records.js'
 
 /** Bumped whenever the shape changes: a stored state of another version is not continued. */
 export const RUN_STATE_VERSION = 1
@@ -145,7 +146,6 @@ export function continuedState (paused: RunState): RunState {
   }
 }
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
 const STATUSES: readonly unknown[] = ['running', 'final', 'tool_calls_pending']
 
 /**
@@ -153,14 +153,14 @@ const STATUSES: readonly unknown[] = ['running', 'final', 'tool_calls_pending']
  * another version, or one whose fields are not what this version writes, is refused alike).
  */
 export function isRunState (value: unknown): value is RunState {
-  if (!isObject(value) || value['version'] !== RUN_STATE_VERSION) return false
+  if (!isRecord(value) || value['version'] !== RUN_STATE_VERSION) return false
   const { settings, usage } = value
-  return isObject(settings) && typeof settings['model'] === 'string' && typeof settings['maxTokens'] === 'number' &&
+  return isRecord(settings) && typeof settings['model'] === 'string' && typeof settings['maxTokens'] === 'number' &&
     Array.isArray(settings['tools']) && typeof settings['maxIterations'] === 'number' && typeof settings['maxToolCallsPerTurn'] === 'number' &&
-    Array.isArray(value['turns']) && value['turns'].every((turn) => isObject(turn) && (turn['role'] === 'user' || turn['role'] === 'assistant')) &&
+    Array.isArray(value['turns']) && value['turns'].every((turn) => isRecord(turn) && (turn['role'] === 'user' || turn['role'] === 'assistant')) &&
     typeof value['inputLength'] === 'number' && STATUSES.includes(value['status']) &&
-    Array.isArray(value['pending']) && value['pending'].every((call) => isObject(call) && typeof call['id'] === 'string' && typeof call['name'] === 'string') &&
-    Array.isArray(value['results']) && isObject(usage) && isObject(usage['byModel']) && typeof usage['model'] === 'string' &&
+    Array.isArray(value['pending']) && value['pending'].every((call) => isRecord(call) && typeof call['id'] === 'string' && typeof call['name'] === 'string') &&
+    Array.isArray(value['results']) && isRecord(usage) && isRecord(usage['byModel']) && typeof usage['model'] === 'string' &&
     typeof value['steps'] === 'number' && typeof value['content'] === 'string' && Array.isArray(value['toolCalls']) &&
     (value['lastStopReason'] === null || typeof value['lastStopReason'] === 'string')
 }

@@ -47,7 +47,7 @@ export interface StreamFormat {
   readonly opening?: StreamOpening | undefined
   /**
    * Payload of one agent event, or null when this form does not carry it; a list when one event makes
-   * several messages (the UI message stream, lib/ui-message-stream.ts). A payload made by {@link namedEvent}
+   * several messages (the UI message stream, lib/dialects/ui/format.ts). A payload made by {@link namedEvent}
    * goes out with an SSE `event:` line.
    */
   event (event: AgentEvent): string | readonly string[] | null

@@ -1,5 +1,5 @@
 // Token usage of one agent run: every model call's counts and cost by model, partial counts of a cut call, and their source.
-import { costNano, usdOfNano, type ModelPrice } from '../config/prices.js'
+import { costNano, usdOfNano, type ModelPrice } from '../domain/prices.js'
 import type { Usage, UsageReport, UsageSource, UsageSummary } from '../domain/types.js'
 import type { ModelUsage, UsageState } from './state.js'
 

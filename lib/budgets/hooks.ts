@@ -6,7 +6,7 @@ import type { ModelTarget } from '../llm/hooks.js'
 import { estimateInputTokens } from '../llm/tokens.js'
 import type { ModelRequest } from '../llm/types.js'
 import type { Usage } from '../domain/types.js'
-import { costNano, reserveNano, usdOfNano, type ModelPrice } from '../config/prices.js'
+import { costNano, reserveNano, usdOfNano, type ModelPrice } from '../domain/prices.js'
 import type { BudgetLimits } from '../config/budgets.js'
 import {
   nextDayStart, nextMonthStart, periodsOf, type BudgetName, type BudgetStore, type ReserveResult, type SettledUsage, type WindowState,

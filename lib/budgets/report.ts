@@ -1,5 +1,5 @@
 // The answer of GET /api/v1/usage: an identity's budgets (settled + reserved) and its settled spend by model.
-import { usdOfNano } from '../config/prices.js'
+import { usdOfNano } from '../domain/prices.js'
 import type { BudgetSubject } from './hooks.js'
 import { nextDayStart, nextMonthStart, type PeriodSpend, type UsageSnapshot } from './store.js'
 

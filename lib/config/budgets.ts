@@ -1,7 +1,8 @@
 // Budget settings from the environment: prices, the keys file, the BUDGET_* defaults, and the check that USD budgets price every model.
 import { ConfigError } from '../domain/errors.js'
 import { loadApiKeysFile, type ApiKeyEntry } from './keys-file.js'
-import { parseModelPrices, type ModelPrice } from './prices.js'
+import type { ModelPrice } from '../domain/prices.js'
+import { parseModelPrices } from './prices.js'
 
 /** The budgets of one identity; `null`: none. USD limits in nano-dollars. */
 export interface BudgetLimits {

@@ -2,7 +2,7 @@
 // the variables name (MODELS_FILE, MCP_CONFIG_FILE, KNOWLEDGE_BASE_FILE); every failure is one ConfigError line.
 import { isIP } from 'node:net'
 import type { Env } from '../../schemas/config.js'
-import { mergeVariables, readDotenvFile, readSettings, SettingsError, type Variables } from './env-source.js'
+import { mergeVariables, readDotenvFile, readSettings, SettingsError, splitList, type Variables } from './env-source.js'
 import { parseApprovalPatterns } from './approval-policy.js'
 import { ConfigError } from '../domain/errors.js'
 import { isProviderKind, providerNamesText, type ProviderKind } from '../llm/providers/registry.js'
@@ -25,9 +25,6 @@ export interface LoadConfigOptions {
   /** Read a `.env` file (real environment wins); default true when `env` is not given. */
   dotenv?: boolean | string
 }
-
-const splitList = (value: string): string[] =>
-  value.split(',').map((item) => item.trim()).filter((item) => item.length > 0)
 
 /** Validates the environment and derives the settings every plugin reads. */
 export function loadConfig (options: LoadConfigOptions = {}) {
@@ -149,7 +146,7 @@ export function resolveConfig (env: Env, vars: Variables = {}) {
     models,
     modelRoutes,
     apiKeys: splitList(env.API_KEYS),
-    // Prices, API_KEYS_FILE and the BUDGET_* defaults (lib/budgets/settings.ts).
+    // Prices, API_KEYS_FILE and the BUDGET_* defaults (lib/config/budgets.ts).
     ...resolveBudgetSettings(env, modelRoutes, models, vars),
     corsOrigins,
     corsAnyOrigin: corsOrigins.includes('*'),

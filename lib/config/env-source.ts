@@ -5,6 +5,10 @@ import { parseEnv } from 'node:util'
 import { envSchema } from 'env-schema'
 import { EnvSchema, type Env } from '../../schemas/config.js'
 
+/** A comma list variable's items, trimmed, empty ones dropped (`a, b,,c` is a, b, c). */
+export const splitList = (value: string): string[] =>
+  value.split(',').map((item) => item.trim()).filter((item) => item.length > 0)
+
 /** Every variable the service reads: settings, the names `key_env` / `api_key_env` give, the OTEL_* ones. */
 export type Variables = Readonly<Record<string, string>>
 

@@ -2,9 +2,7 @@
 import { ConfigError } from '../domain/errors.js'
 import type { McpServerConfig } from '../tools/mcp/server-config.js'
 import { readSettingsFile } from './settings-file.js'
-
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value)
+import { isRecord } from '../domain/records.js'
 
 function fail (what: string): never {
   throw new ConfigError(`Invalid MCP_CONFIG_FILE: ${what}`)

@@ -13,7 +13,7 @@ export const ModelsFileEntry = Type.Object({
   structured_outputs: Type.Optional(Type.Union([Type.Literal('native'), Type.Literal('prompt')], {
     description: 'How a JSON answer is asked for (README "Structured outputs"): `native` (default: the provider\'s own form) or `prompt` (the system prompt)',
   })),
-  // Checked by lib/budgets/prices.ts, whose errors name the field (`price.output`).
+  // Checked by lib/config/prices.ts, whose errors name the field (`price.output`).
   price: Type.Optional(Type.Unknown({ description: 'USD per million tokens: {input, output, cache_read?, cache_write?}' })),
 }, { additionalProperties: false })
 

@@ -4,7 +4,9 @@ import { ConfigError } from '../domain/errors.js'
 import { PROVIDER_KINDS, PROVIDER_NAMES, isProviderKind, providerNamesText, type ProviderKind } from '../llm/providers/registry.js'
 import { ModelsFile, type ModelsFileBody } from './models-file.js'
 import { readSettingsFile } from './settings-file.js'
-import { parseFilePrice, type ModelPrice } from './prices.js'
+import { splitList } from './env-source.js'
+import type { ModelPrice } from '../domain/prices.js'
+import { parseFilePrice } from './prices.js'
 import { Check, Errors } from 'typebox/value'
 
 /** Where one client-visible model name goes. */
@@ -35,8 +37,6 @@ export interface ModelTable {
 }
 
 const fail = (message: string): never => { throw new ConfigError(`Invalid configuration: ${message}`) }
-
-const splitList = (value: string): string[] => value.split(',').map((item) => item.trim()).filter((item) => item.length > 0)
 
 /** `openai:gpt-4.1-mini` → provider and name; a bare name (or an id whose colon follows a non-word, `llama3.2:3b`) uses `fallback`. */
 function splitEntry (entry: string, fallback: ProviderKind, where: string): { provider: ProviderKind, name: string } {

@@ -5,6 +5,7 @@ import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
 import addFormatsModule from 'ajv-formats'
 import { RE2JS } from 're2js'
 import type { OutputFormat } from '../domain/output-format.js'
+import { isRecord } from '../domain/records.js'
 
 /** Compiled schemas kept (by the hash of their JSON text). */
 export const COMPILED_SCHEMAS_MAX = 256
@@ -92,7 +93,7 @@ export function checkAnswer (raw: string, format: OutputFormat): AnswerCheck {
     return { ok: false, problems: ['not valid JSON'] }
   }
   if (format.type === 'json_object') {
-    return typeof value === 'object' && value !== null && !Array.isArray(value)
+    return isRecord(value)
       ? { ok: true, text, value }
       : { ok: false, problems: ['"" must be a JSON object'] }
   }

@@ -4,6 +4,7 @@ import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { Worker } from 'node:worker_threads'
 import type { OutputFormat } from '../domain/output-format.js'
+import { isRecord } from '../domain/records.js'
 import { answerText, type AnswerCheck } from './json-answer.js'
 
 /** The worker's file beside this module (`.js` built or bundled; `.ts` when the sources run as they are, in tests). */
@@ -54,7 +55,7 @@ export async function checkAnswerOffLoop (raw: string, format: OutputFormat): Pr
     } catch {
       return { ok: false, problems: ['not valid JSON'] }
     }
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? { ok: true, text, value } : { ok: false, problems: ['"" must be a JSON object'] }
+    return isRecord(value) ? { ok: true, text, value } : { ok: false, problems: ['"" must be a JSON object'] }
   }
   const thread = started()
   thread.ref()

@@ -1,6 +1,7 @@
 // The JSON Schema subset a client's structured-output schema must keep to (DECISIONS 22): draft 2020-12 keywords with
 // the right JSON types, local $refs only, RE2 patterns, 64 KB and 32 levels, and OpenAI's strict-mode rules on `strict`.
 import { RE2JS } from 're2js'
+import { isRecord } from '../domain/records.js'
 
 /** Bytes of schema JSON (UTF-8, as re-serialised) a schema may have. */
 export const SCHEMA_MAX_BYTES = 64 * 1024
@@ -40,7 +41,6 @@ const NOT_STRICT = [
   'maxProperties', 'prefixItems',
 ]
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
 /** A JSON Pointer token (RFC 6901). */
 const token = (key: string | number): string => String(key).replaceAll('~', '~0').replaceAll('/', '~1')
 
@@ -73,7 +73,7 @@ function resolveRef (root: unknown, ref: string): unknown {
   for (const raw of ref.slice(2).split('/')) {
     const key = decodeURIComponent(raw).replaceAll('~1', '/').replaceAll('~0', '~')
     if (Array.isArray(node) && /^(0|[1-9]\d*)$/.test(key)) node = node[Number(key)]
-    else if (isObject(node) && Object.hasOwn(node, key)) node = node[key]
+    else if (isRecord(node) && Object.hasOwn(node, key)) node = node[key]
     else return undefined
   }
   return node
@@ -82,7 +82,7 @@ function resolveRef (root: unknown, ref: string): unknown {
 /** Checks one (sub-)schema at `at` and everything under it. */
 function checkNode (root: Record<string, unknown>, node: unknown, at: string, strict: boolean): void {
   if (typeof node === 'boolean') return
-  if (!isObject(node)) throw new SchemaRefusal(at, 'a schema must be an object or a boolean')
+  if (!isRecord(node)) throw new SchemaRefusal(at, 'a schema must be an object or a boolean')
   const wrong = (key: string, expected: string): never => { throw new SchemaRefusal(`${at}/${token(key)}`, `"${key}" must be ${expected}`) }
   for (const key of BY_URI) if (key in node) throw new SchemaRefusal(`${at}/${token(key)}`, `"${key}" is not supported (nothing is resolved by URI)`)
   if ('additionalItems' in node) throw new SchemaRefusal(`${at}/additionalItems`, '"additionalItems" is not supported (draft-07 tuples: use "prefixItems")')
@@ -97,7 +97,7 @@ function checkNode (root: Record<string, unknown>, node: unknown, at: string, st
     if (typeof ref !== 'string') wrong('$ref', 'a string')
     if (ref !== '#' && !String(ref).startsWith('#/')) throw new SchemaRefusal(`${at}/$ref`, '"$ref" must be a local JSON Pointer ("#", "#/$defs/name")')
     const target = resolveRef(root, String(ref))
-    if (typeof target !== 'boolean' && !isObject(target)) throw new SchemaRefusal(`${at}/$ref`, `"$ref" ${JSON.stringify(ref)} does not resolve to a schema`)
+    if (typeof target !== 'boolean' && !isRecord(target)) throw new SchemaRefusal(`${at}/$ref`, `"$ref" ${JSON.stringify(ref)} does not resolve to a schema`)
   }
   if ('type' in node) {
     const type = node['type']
@@ -119,7 +119,7 @@ function checkNode (root: Record<string, unknown>, node: unknown, at: string, st
   }
   if ('dependentRequired' in node) {
     const map = node['dependentRequired']
-    if (!isObject(map) || !Object.values(map).every((list) => Array.isArray(list) && list.every((one) => typeof one === 'string'))) {
+    if (!isRecord(map) || !Object.values(map).every((list) => Array.isArray(list) && list.every((one) => typeof one === 'string'))) {
       wrong('dependentRequired', 'an object of lists of strings')
     }
   }
@@ -133,7 +133,7 @@ function checkNode (root: Record<string, unknown>, node: unknown, at: string, st
   for (const key of SCHEMA_MAPS) {
     if (!(key in node)) continue
     const map = node[key]
-    if (!isObject(map)) wrong(key, 'an object of schemas')
+    if (!isRecord(map)) wrong(key, 'an object of schemas')
     for (const [name, one] of Object.entries(map as Record<string, unknown>)) {
       if (key === 'patternProperties' && !isLinearPattern(name)) {
         throw new SchemaRefusal(`${at}/patternProperties/${token(name)}`, 'the pattern needs a linear-time engine (RE2 syntax: no lookaround, no backreferences)')
@@ -151,7 +151,7 @@ function checkStrict (node: Record<string, unknown>, at: string): void {
   const isObjectSchema = type === 'object' || (Array.isArray(type) && type.includes('object')) || 'properties' in node
   if (!isObjectSchema) return
   if (node['additionalProperties'] !== false) throw new SchemaRefusal(at, 'with strict: true every object schema needs "additionalProperties": false')
-  const keys = Object.keys(isObject(node['properties']) ? node['properties'] : {})
+  const keys = Object.keys(isRecord(node['properties']) ? node['properties'] : {})
   const required = new Set(Array.isArray(node['required']) ? node['required'] as string[] : [])
   const missing = keys.find((key) => !required.has(key))
   if (missing !== undefined) {
@@ -164,7 +164,7 @@ function checkStrict (node: Record<string, unknown>, at: string): void {
  * naming the schema location and the rule.
  */
 export function checkSchemaSubset (schema: unknown, strict: boolean): asserts schema is Record<string, unknown> {
-  if (!isObject(schema)) throw new SchemaRefusal('#', 'the schema must be a JSON object')
+  if (!isRecord(schema)) throw new SchemaRefusal('#', 'the schema must be a JSON object')
   if (Buffer.byteLength(JSON.stringify(schema)) > SCHEMA_MAX_BYTES) throw new SchemaRefusal('#', `the schema is over ${SCHEMA_MAX_BYTES / 1024} KB of JSON`)
   if (depthOf(schema, SCHEMA_MAX_DEPTH + 1) > SCHEMA_MAX_DEPTH) throw new SchemaRefusal('#', `the schema nests more than ${SCHEMA_MAX_DEPTH} levels of objects and arrays`)
   if (schema['type'] !== 'object') throw new SchemaRefusal('#', 'the root must be an object schema ("type": "object")')

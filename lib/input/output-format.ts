@@ -2,6 +2,7 @@
 import type { OutputFormat } from '../domain/output-format.js'
 import { checkSchemaSubset, SchemaRefusal } from './json-schema-subset.js'
 import { RequestValidationError } from './validation.js'
+import { isRecord } from '../domain/records.js'
 
 /** The routes that take `response_format` (README "Structured outputs"), as 422 messages name them. */
 export const FORMAT_ROUTES = 'POST /api/v1/chat (with messages), /api/v1/chat/stream, /api/v2/chat, /api/v1/agent/stream, /api/v1/ui/chat, and /v1/*'
@@ -32,19 +33,18 @@ export class FormatProblem extends Error {
 export type FormatShape = 'chat' | 'responses' | 'flat'
 
 const NAME = /^[A-Za-z0-9_-]{1,64}$/
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
 
 /** The JSON format `raw` asks for, undefined for `text` (or no field); throws a {@link FormatProblem}. */
 export function readOutputFormat (raw: unknown, shape: FormatShape): OutputFormat | undefined {
   if (raw === undefined || raw === null) return undefined
-  if (!isObject(raw)) throw new FormatProblem([], 'must be an object with a "type" of text, json_object or json_schema')
+  if (!isRecord(raw)) throw new FormatProblem([], 'must be an object with a "type" of text, json_object or json_schema')
   const type = raw['type']
   if (type === 'text') return undefined
   if (type === 'json_object') return { type: 'json_object' }
   if (type !== 'json_schema') throw new FormatProblem(['type'], 'must be one of text, json_object, json_schema')
   const inner = shape === 'chat' ? raw['json_schema'] : raw
   const base = shape === 'chat' ? ['json_schema'] : []
-  if (!isObject(inner)) throw new FormatProblem(base, 'json_schema must be an object with name and schema')
+  if (!isRecord(inner)) throw new FormatProblem(base, 'json_schema must be an object with name and schema')
   const name = inner['name'] ?? (shape === 'flat' ? 'response' : undefined)
   if (name === undefined) throw new FormatProblem([...base, 'name'], 'a name is required')
   if (typeof name !== 'string' || !NAME.test(name)) throw new FormatProblem([...base, 'name'], 'must match ^[A-Za-z0-9_-]{1,64}$')

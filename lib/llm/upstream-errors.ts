@@ -5,11 +5,6 @@ import { AbortError, isAbortError } from './abort.js'
 import { retryAfterSeconds, withRetry, type RetryInfo, type RetryPolicy, type WithRetryOptions } from './retry.js'
 import type { ModelRequest, ModelStreamEvent } from './types.js'
 
-/** True for a plain object (not null, not an array): the shape checks of parsed upstream JSON. */
-export function isRecord (value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
-
 /** An error's message, with its cause's when that says something more. */
 export function causeText (error: unknown): string {
   if (!(error instanceof Error)) return String(error)

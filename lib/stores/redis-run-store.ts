@@ -20,7 +20,7 @@ return 1`)
 const ANSWER = defineScript(`for i = 3, #KEYS do
   local entry = redis.call('HMGET', KEYS[i], 'run', 'status')
   if not entry[1] or entry[1] ~= ARGV[1] then return {'gone'} end
-  if entry[2] ~= 'pending' then return {'answered'} end
+  if entry[2] ~= 'pending' and entry[2] ~= 'retry' then return {'answered'} end
 end
 local run = redis.call('GET', KEYS[1])
 if not run then return {'gone'} end
@@ -37,14 +37,43 @@ redis.call('DEL', KEYS[2])
 for i = 3, #KEYS do
   if ARGV[2] == '' then
     redis.call('DEL', KEYS[i])
-  elseif redis.call('HGET', KEYS[i], 'status') == 'pending' then
+  elseif redis.call('HGET', KEYS[i], 'status') ~= 'answered' then
     redis.call('HSET', KEYS[i], 'status', ARGV[2])
   end
 end
 return run`)
 
+// KEYS: run, scope pointer, approval... ARGV: run JSON, run id, retain ms left, scope. A kept run saved again, its approvals kept.
+const KEEP = defineScript(`redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3])
+if ARGV[4] ~= '' then redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3]) end
+for i = 3, #KEYS do
+  if redis.call('HGET', KEYS[i], 'run') == ARGV[2] and redis.call('HGET', KEYS[i], 'status') == 'answered' then
+    redis.call('HSET', KEYS[i], 'status', 'kept')
+  end
+end
+return 1`)
+
+// KEYS: approval... ARGV: run id, from status, to status.
+const MOVE = defineScript(`for i = 1, #KEYS do
+  if redis.call('HGET', KEYS[i], 'run') == ARGV[1] and redis.call('HGET', KEYS[i], 'status') == ARGV[2] then
+    redis.call('HSET', KEYS[i], 'status', ARGV[3])
+  end
+end
+return 1`)
+
+// KEYS: run, scope pointer, approval... ARGV: run id. The continuation got through: answered, the run dropped.
+const FINISH = defineScript(`for i = 3, #KEYS do
+  local status = redis.call('HGET', KEYS[i], 'status')
+  if redis.call('HGET', KEYS[i], 'run') == ARGV[1] and (status == 'kept' or status == 'retry') then
+    redis.call('HSET', KEYS[i], 'status', 'answered')
+  end
+end
+local dropped = redis.call('DEL', KEYS[1])
+if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) end
+return dropped`)
+
 const FAMILIES: readonly string[] = ['agent', 'session', 'ui', 'agui']
-const STATUSES: readonly string[] = ['pending', 'answered', 'superseded']
+const STATUSES: readonly string[] = ['pending', 'answered', 'superseded', 'kept', 'retry']
 
 function parseRun (json: unknown): PausedRun | null {
   if (typeof json !== 'string') return null
@@ -124,6 +153,23 @@ export function createRedisRunStore (redis: RedisConnection, options: RunStoreOp
         if (answered !== null) return { ok: true, run: answered }
       }
       return { ok: false, reason: outcome === 'answered' ? 'answered' : 'gone' }
+    },
+
+    async keep (owner, run) {
+      const json = JSON.stringify(run)
+      await state?.admit(owner, 'paused', run.runId, storedBytes(json))
+      const left = Math.max(1, run.pausedAt + retainMs - Date.now())
+      const keys = [runKey(owner, run.runId), scopeKey(owner, run.family, run.scope), ...run.approvals.map((a) => approvalKey(owner, a.id))]
+      await KEEP.run(redis, keys, [json, run.runId, left, run.scope])
+    },
+
+    async release (owner, run) {
+      await MOVE.run(redis, run.approvals.map((a) => approvalKey(owner, a.id)), [run.runId, 'kept', 'retry'])
+    },
+
+    async finish (owner, run) {
+      const keys = [runKey(owner, run.runId), scopeKey(owner, run.family, run.scope), ...run.approvals.map((a) => approvalKey(owner, a.id))]
+      if (await FINISH.run(redis, keys, [run.runId]) === 1) await state?.release(owner, 'paused', run.runId)
     },
 
     async waiting (owner, family, scope) {

@@ -35,10 +35,30 @@ export interface PausedRun {
   memory?: { id: string, save: 'turns' | 'reply' } | undefined
   /** Epoch milliseconds of the pause. */
   pausedAt: number
+  /**
+   * Set once a continuation's approved calls ran (README "Tool approval"): the answers it was sent with and the
+   * calls' results, already in `state`; the same continuation sent again goes on from them without running a call.
+   */
+  kept?: KeptAnswers | undefined
 }
 
-/** Where an approval stands. */
-export type ApprovalStatus = 'pending' | 'answered' | 'superseded'
+/** An approved call that ran, as a continuation sent again shows it. */
+export interface KeptCall { id: string, name: string, input: Record<string, unknown>, content: string, isError: boolean }
+
+/** What a continuation kept with its run: its answers by approval id, and the approved calls that ran. */
+export interface KeptAnswers {
+  answers: Record<string, { approved: boolean, reason?: string | undefined }>
+  calls: KeptCall[]
+}
+
+/**
+ * Where an approval stands: `kept` while a continuation whose calls ran goes on (another is 409), `retry` once it
+ * failed (the same continuation may be sent again).
+ */
+export type ApprovalStatus = 'pending' | 'answered' | 'superseded' | 'kept' | 'retry'
+
+/** Whether a continuation may claim an approval in this status. */
+export const claimable = (status: ApprovalStatus | undefined): boolean => status === 'pending' || status === 'retry'
 
 /** An approval as a lookup finds it. */
 export interface ApprovalEntry {
@@ -68,11 +88,20 @@ export interface RunStore {
   /** The paused run, or null when it is gone. */
   get (owner: string, runId: string): Promise<PausedRun | null>
   /**
-   * Atomically answers the whole run: when every approval of `ids` is still pending, marks them answered, drops
+   * Atomically answers the whole run: when every approval of `ids` is still pending (or `retry`), marks them answered, drops
    * the run and its scope's pointer, and hands the run over; else nothing changes (`answered` when one was
    * answered or superseded, `gone` when the run or an approval is gone). Of two racing answers exactly one wins.
    */
   answer (owner: string, runId: string, ids: readonly string[]): Promise<AnswerOutcome>
+  /**
+   * Keeps a continued run once its approved calls ran (`run.kept` set): the run is saved again (and is its scope's
+   * waiting run again, so a new message finds its results), its approvals `kept`.
+   */
+  keep (owner: string, run: PausedRun): Promise<void>
+  /** The kept run's continuation failed: its `kept` approvals become `retry` (the same continuation may come again). */
+  release (owner: string, run: PausedRun): Promise<void>
+  /** The kept run's continuation got through: its approvals are answered, the run and its scope's pointer dropped. */
+  finish (owner: string, run: PausedRun): Promise<void>
   /** The scope's waiting run (its approvals possibly expired), or null. */
   waiting (owner: string, family: ApprovalFamily, scope: string): Promise<PausedRun | null>
   /**
@@ -196,12 +225,38 @@ export function createMemoryRunStore (options: MemoryRunStoreOptions): RunStore 
     async answer (owner, runId, ids) {
       const found = ids.map((id) => liveApproval(owner, id))
       if (found.some((approval) => approval === null || approval.runId !== runId)) return { ok: false, reason: 'gone' }
-      if (found.some((approval) => approval?.status !== 'pending')) return { ok: false, reason: 'answered' }
+      if (found.some((approval) => !claimable(approval?.status))) return { ok: false, reason: 'answered' }
       const run = liveRun(owner, runId)
       if (run === null) return { ok: false, reason: 'gone' }
       for (const approval of found) if (approval !== null) approval.status = 'answered'
       dropRun(runId)
       return { ok: true, run }
+    },
+
+    async keep (owner, run) {
+      const json = JSON.stringify(run)
+      ledger.admit(owner, ledgerKey(run.runId), 'paused', storedBytes(json))
+      runs.set(run.runId, { owner, json, retainUntil: run.pausedAt + retainMs, approvalIds: run.approvals.map((a) => a.id) })
+      for (const { id } of run.approvals) {
+        const approval = liveApproval(owner, id)
+        if (approval !== null && approval.runId === run.runId) approval.status = 'kept'
+      }
+      if (run.scope !== '') scopes.set(scopeKey(owner, run.family, run.scope), run.runId)
+    },
+
+    async release (owner, run) {
+      for (const { id } of run.approvals) {
+        const approval = liveApproval(owner, id)
+        if (approval?.status === 'kept' && approval.runId === run.runId) approval.status = 'retry'
+      }
+    },
+
+    async finish (owner, run) {
+      for (const { id } of run.approvals) {
+        const approval = liveApproval(owner, id)
+        if (approval !== null && approval.runId === run.runId && approval.status !== 'superseded') approval.status = 'answered'
+      }
+      if (runs.get(run.runId)?.owner === owner) dropRun(run.runId)
     },
 
     async waiting (owner, family, scope) {
@@ -213,7 +268,7 @@ export function createMemoryRunStore (options: MemoryRunStoreOptions): RunStore 
       if (run === null) return null
       for (const { id } of run.approvals) {
         const approval = approvals.get(id)
-        if (approval?.status === 'pending') approval.status = 'superseded'
+        if (approval !== undefined && approval.status !== 'answered') approval.status = 'superseded'
       }
       dropRun(run.runId)
       return run

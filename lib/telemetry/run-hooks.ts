@@ -2,7 +2,7 @@
 // span per tool execution. Spans are parented explicitly (no global context manager is registered).
 import {
   ROOT_CONTEXT, SpanKind, SpanStatusCode, defaultTextMapGetter, defaultTextMapSetter, trace,
-  type Attributes, type Context, type HrTime, type Span, type Tracer, type TextMapPropagator,
+  type Attributes, type Context, type HrTime, type Link, type Span, type SpanOptions, type Tracer, type TextMapPropagator,
 } from '@opentelemetry/api'
 import { hrTime } from '@opentelemetry/core'
 import type { RunEnd, RunHooks, RunInfo, RunObserver, ToolCallEnd, ToolCallInfo, ToolCallObserver } from '../agent/hooks.js'
@@ -36,6 +36,13 @@ export function parentContext (parent: unknown): Context {
   if (typeof (parent as Context).getValue === 'function') return parent as Context
   if (typeof (parent as Span).spanContext === 'function') return trace.setSpan(ROOT_CONTEXT, parent as Span)
   return ROOT_CONTEXT
+}
+
+/** The link to a run's first agent span (a `traceparent` value), none when it is not a valid one. */
+function recoveryLinks (propagator: TextMapPropagator, traceparent: string | undefined): Link[] {
+  if (traceparent === undefined) return []
+  const context = trace.getSpanContext(propagator.extract(ROOT_CONTEXT, { traceparent }, defaultTextMapGetter))
+  return context === undefined ? [] : [{ context }]
 }
 
 /** The W3C `traceparent` value naming `span` (what the propagator writes, without a context per call). */
@@ -259,7 +266,13 @@ export function createTracingRunHooks (options: TracingHooksOptions): RunHooks {
         'gen_ai.request.max_tokens': run.maxTokens,
       }
       if (run.conversationId !== undefined) attributes['gen_ai.conversation.id'] = run.conversationId
-      const span = tracer.startSpan(`invoke_agent ${AGENT_NAME}`, { kind: SpanKind.INTERNAL, attributes }, parent)
+      // A taken-over durable run (DECISIONS 20 as 21 amends it): a new trace, its agent span linked to the run's first one.
+      const spanOptions: SpanOptions = { kind: SpanKind.INTERNAL, attributes }
+      if (run.recovery !== undefined) {
+        attributes['agent.run.attempt'] = run.recovery.attempt
+        spanOptions.links = recoveryLinks(options.propagator, run.recovery.link)
+      }
+      const span = tracer.startSpan(`invoke_agent ${AGENT_NAME}`, spanOptions, parent)
       const state: RunSpans = { context: trace.setSpan(ROOT_CONTEXT, span) }
       let providerNamed = false
       return {

@@ -2,7 +2,7 @@
 // event, the UI route's finish metadata, the conversation log and agent_llm_tokens_total; never counted twice.
 import { test } from 'tap'
 import { UsageTally } from '../../lib/agent/usage.js'
-import { makePrice } from '../../lib/config/prices.js'
+import { makePrice } from '../../lib/domain/prices.js'
 import { readAgentEvents } from '../helpers/agent.js'
 import { buildFakeApp, listen, postJson, waitForConversations } from '../helpers/fake-app.js'
 import { sampleValue } from '../helpers/metrics.js'

@@ -261,6 +261,9 @@ test('the approval store down: a run that must pause ends RUN_ERROR unavailable 
     waiting: async (...args) => await guard(false, async () => await real.waiting(...args)),
     supersede: async (...args) => await guard(false, async () => await real.supersede(...args)),
     drop: async (...args) => await guard(false, async () => await real.drop(...args)),
+    keep: async (...args) => await guard(false, async () => await real.keep(...args)),
+    release: async (...args) => await guard(false, async () => await real.release(...args)),
+    finish: async (...args) => await guard(false, async () => await real.finish(...args)),
     close: async () => await real.close(),
   }
   const { app, fake } = await buildFakeApp(t, { ...ROOMY_LIMITS, TOOL_APPROVAL_REQUIRED: 'mail__*' }, {}, { stores: { runs } })

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test, type Test } from 'tap'
 import { ConfigError, loadConfig } from '../../lib/config/config.js'
-import { costNano, makePrice, reserveNano } from '../../lib/config/prices.js'
+import { costNano, makePrice, reserveNano } from '../../lib/domain/prices.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'budgets-config-'))
 let serial = 0

@@ -1,24 +1,13 @@
 // Budgets through the app's run hooks (called as the model router calls them): refusals, settlement, headers, metrics, usage route, key labels.
-import { createHash } from 'node:crypto'
-import { mkdtempSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { test } from 'tap'
 import { BudgetExceededError, formatReset } from '../../lib/budgets/hooks.js'
 import { buildTestApp } from '../helpers/app.js'
-import { call, identityOfKey, modelRequest, runInfo, startCall } from '../helpers/budgets.js'
+import { call, identityOfKey, keySha256, keysFile, modelRequest, runInfo, startCall } from '../helpers/budgets.js'
 
-const dir = mkdtempSync(join(tmpdir(), 'budget-hooks-'))
-const sha = (key: string): string => createHash('sha256').update(key, 'utf8').digest('hex')
-function keysFile (entries: unknown[]): string {
-  const path = join(dir, `keys-${Math.random().toString(36).slice(2)}.json`)
-  writeFileSync(path, JSON.stringify({ keys: entries }))
-  return path
-}
 const ENV = { MODELS: 'claude-sonnet-4-5,free', MODEL_PRICES: 'claude-sonnet-4-5=3:15:0.3:3.75,free=0:0' }
 
 test('a token budget: calls reserve input estimate + max_tokens, refusals are 429s with Retry-After and the detail, settlement frees the rest', async (t) => {
-  const { app } = await buildTestApp(t, { ...ENV, API_KEYS_FILE: keysFile([{ label: 'team-a', sha256: sha('ka'), tokens_per_minute: 1000 }]) })
+  const { app } = await buildTestApp(t, { ...ENV, API_KEYS_FILE: keysFile([{ label: 'team-a', sha256: keySha256('ka'), tokens_per_minute: 1000 }]) })
   const owner = identityOfKey('ka')
   const run = runInfo(owner, { keyLabel: 'team-a' })
   const observer = await startCall(app, run, 'claude-sonnet-4-5', modelRequest('claude-sonnet-4-5', 100, 500))
@@ -44,7 +33,7 @@ test('a token budget: calls reserve input estimate + max_tokens, refusals are 42
 test('USD budgets: the longest wait is named; a free model passes a budget of 0; costs counted by model and key label', async (t) => {
   const { app } = await buildTestApp(t, {
     ...ENV,
-    API_KEYS_FILE: keysFile([{ label: 'team-a', sha256: sha('ka'), usd_per_day: 0.01, usd_per_month: 0.01 }, { label: 'zero', sha256: sha('kz'), usd_per_day: 0 }]),
+    API_KEYS_FILE: keysFile([{ label: 'team-a', sha256: keySha256('ka'), usd_per_day: 0.01, usd_per_month: 0.01 }, { label: 'zero', sha256: keySha256('kz'), usd_per_day: 0 }]),
   })
   const owner = identityOfKey('ka')
   // 1000 input at 3.75 (highest input-side) + 100 output at 15: 0.00525 USD reserved.
@@ -66,7 +55,7 @@ test('USD budgets: the longest wait is named; a free model passes a budget of 0;
 })
 
 test('a call that fails or is cut still settles its usage; one that used nothing releases its reservation', async (t) => {
-  const { app } = await buildTestApp(t, { ...ENV, API_KEYS_FILE: keysFile([{ label: 'a', sha256: sha('ka'), tokens_per_minute: 1000, usd_per_day: 1 }]) })
+  const { app } = await buildTestApp(t, { ...ENV, API_KEYS_FILE: keysFile([{ label: 'a', sha256: keySha256('ka'), tokens_per_minute: 1000, usd_per_day: 1 }]) })
   const owner = identityOfKey('ka')
   const cut = await startCall(app, runInfo(owner), 'claude-sonnet-4-5', modelRequest('claude-sonnet-4-5', 100, 800))
   await cut?.end({ outcome: 'aborted', usage: { input_tokens: 100, output_tokens: 37 }, usageSource: 'partial' })
@@ -79,7 +68,7 @@ test('a call that fails or is cut still settles its usage; one that used nothing
 })
 
 test('GET /api/v1/usage: the caller\'s budgets and settled spend; in the OpenAPI document; auth as the chat routes', async (t) => {
-  const { app } = await buildTestApp(t, { ...ENV, BUDGET_USD_PER_DAY: '5', API_KEYS_FILE: keysFile([{ label: 'team-a', sha256: sha('ka'), tokens_per_minute: 10000, usd_per_month: null }]), API_KEYS: 'plain' })
+  const { app } = await buildTestApp(t, { ...ENV, BUDGET_USD_PER_DAY: '5', API_KEYS_FILE: keysFile([{ label: 'team-a', sha256: keySha256('ka'), tokens_per_minute: 10000, usd_per_month: null }]), API_KEYS: 'plain' })
   const owner = identityOfKey('ka')
   await call(app, runInfo(owner), 'claude-sonnet-4-5', modelRequest('claude-sonnet-4-5', 100, 100), { input_tokens: 5210, output_tokens: 312, cache_read_tokens: 4096, cache_write_tokens: 1024 } as never)
   await call(app, runInfo(owner), 'free', modelRequest('free', 10, 10), { input_tokens: 10, output_tokens: 5 })
@@ -127,7 +116,7 @@ test('GET /api/v1/usage without auth: key null, the identity is the client addre
 })
 
 test('the request log line of an authenticated request names the key by its label', async (t) => {
-  const { app, logs } = await buildTestApp(t, { ...ENV, API_KEYS_FILE: keysFile([{ label: 'team-a', sha256: sha('secret-key-a') }]) })
+  const { app, logs } = await buildTestApp(t, { ...ENV, API_KEYS_FILE: keysFile([{ label: 'team-a', sha256: keySha256('secret-key-a') }]) })
   await app.listen({ port: 0, host: '127.0.0.1' })
   const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
   t.equal((await fetch(`${base}/api/v1/models`, { headers: { authorization: 'Bearer secret-key-a' } })).status, 200)

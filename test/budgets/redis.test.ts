@@ -1,22 +1,11 @@
 // Budgets on Redis through two app instances (replicas): one budget for both, no overshoot in a burst, usage current everywhere; Redis down.
-import { createHash } from 'node:crypto'
-import { mkdtempSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { test } from 'tap'
 import type { ModelCallObserver } from '../../lib/llm/hooks.js'
 import { buildTestApp } from '../helpers/app.js'
-import { call, identityOfKey, modelRequest, runInfo, startCall } from '../helpers/budgets.js'
+import { call, identityOfKey, keySha256, keysFile, modelRequest, runInfo, startCall } from '../helpers/budgets.js'
 import { privateRedisServer, requireRedis } from '../helpers/redis.js'
 
-const dir = mkdtempSync(join(tmpdir(), 'budget-redis-'))
-const sha = (key: string): string => createHash('sha256').update(key, 'utf8').digest('hex')
-function keysFile (entries: unknown[]): string {
-  const path = join(dir, `keys-${Math.random().toString(36).slice(2)}.json`)
-  writeFileSync(path, JSON.stringify({ keys: entries }))
-  return path
-}
 const ENV = { MODELS: 'claude-sonnet-4-5,free', MODEL_PRICES: 'claude-sonnet-4-5=3:15:0.3:3.75,free=0:0' }
 
 test('two replicas on one Redis: a concurrent burst admits exactly what the budgets allow, spent is never past a limit', async (t) => {
@@ -26,7 +15,7 @@ test('two replicas on one Redis: a concurrent burst admits exactly what the budg
     ...ENV,
     REDIS_URL: redis.url,
     REDIS_PREFIX: redis.prefix,
-    API_KEYS_FILE: keysFile([{ label: 'tokens', sha256: sha('kt'), tokens_per_minute: 20_000 }, { label: 'usd', sha256: sha('ku'), usd_per_day: 0.05 }]),
+    API_KEYS_FILE: keysFile([{ label: 'tokens', sha256: keySha256('kt'), tokens_per_minute: 20_000 }, { label: 'usd', sha256: keySha256('ku'), usd_per_day: 0.05 }]),
   }
   const [a, b] = [(await buildTestApp(t, env)).app, (await buildTestApp(t, env)).app]
   const apps = [a, b]
@@ -61,7 +50,7 @@ test('two replicas on one Redis: a concurrent burst admits exactly what the budg
 test('two replicas: a call settled on one is in the next usage answer and the next reservation of the other', async (t) => {
   const redis = await requireRedis(t)
   if (redis === null) return
-  const env = { ...ENV, REDIS_URL: redis.url, REDIS_PREFIX: redis.prefix, API_KEYS_FILE: keysFile([{ label: 'a', sha256: sha('ka'), tokens_per_minute: 1000 }]) }
+  const env = { ...ENV, REDIS_URL: redis.url, REDIS_PREFIX: redis.prefix, API_KEYS_FILE: keysFile([{ label: 'a', sha256: keySha256('ka'), tokens_per_minute: 1000 }]) }
   const [a, b] = [(await buildTestApp(t, env)).app, (await buildTestApp(t, env)).app]
   const owner = identityOfKey('ka')
   await call(a, runInfo(owner), 'claude-sonnet-4-5', modelRequest('claude-sonnet-4-5', 100, 500), { input_tokens: 300, output_tokens: 400 })
@@ -80,7 +69,7 @@ test('Redis down: USD-budget identities get 503 Budget store unavailable, token 
   const { app, logs } = await buildTestApp(t, {
     ...ENV,
     REDIS_URL: server.url,
-    API_KEYS_FILE: keysFile([{ label: 'usd', sha256: sha('ku'), usd_per_day: 1 }, { label: 'tok', sha256: sha('kt'), tokens_per_minute: 1000 }, { label: 'free', sha256: sha('kf') }]),
+    API_KEYS_FILE: keysFile([{ label: 'usd', sha256: keySha256('ku'), usd_per_day: 1 }, { label: 'tok', sha256: keySha256('kt'), tokens_per_minute: 1000 }, { label: 'free', sha256: keySha256('kf') }]),
   })
   const usd = identityOfKey('ku')
   const tok = identityOfKey('kt')

@@ -1,25 +1,14 @@
 // Budget refusals through the routes over real sockets (offline model): JSON 429s, stream refusals before the first byte and in-stream.
-import { createHash } from 'node:crypto'
-import { mkdtempSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { test, type Test } from 'tap'
 import { buildTestApp } from '../helpers/app.js'
+import { keySha256, keysFile } from '../helpers/budgets.js'
 import { readUiStream } from '../helpers/ui-chat.js'
-
-const dir = mkdtempSync(join(tmpdir(), 'budget-routes-'))
-const sha = (key: string): string => createHash('sha256').update(key, 'utf8').digest('hex')
-function keysFile (entries: unknown[]): string {
-  const path = join(dir, `keys-${Math.random().toString(36).slice(2)}.json`)
-  writeFileSync(path, JSON.stringify({ keys: entries }))
-  return path
-}
 
 async function serve (t: Test, budgets: Record<string, unknown>) {
   const { app } = await buildTestApp(t, {
     MODELS: 'offline-model',
     MODEL_PRICES: 'offline-model=3:15',
-    API_KEYS_FILE: keysFile([{ label: 'team-a', sha256: sha('ka'), ...budgets }]),
+    API_KEYS_FILE: keysFile([{ label: 'team-a', sha256: keySha256('ka'), ...budgets }]),
   })
   await app.listen({ port: 0, host: '127.0.0.1' })
   const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`

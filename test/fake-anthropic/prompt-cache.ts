@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto'
 import { estimateTokens } from '../fake-upstream/harness.js'
 import type { FakeRequestBody } from './server.js'
+import { isRecord } from '../../lib/domain/records.js'
 
 /** The API's minimum cacheable prompt length on most models. */
 export const MIN_CACHEABLE_TOKENS = 1024
@@ -17,8 +18,6 @@ export const LOOKBACK_BLOCKS = 20
 export interface CacheUse { read: number, write: number, breakpoints: number }
 
 interface PromptBlock { key: string, marked: boolean }
-
-const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
 
 /** The block without its marker: a prefix is the same whether or not a breakpoint sits on it. */
 function unmarked (block: unknown): unknown {

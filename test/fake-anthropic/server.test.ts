@@ -3,10 +3,11 @@ import { test } from 'tap'
 import Anthropic from '@anthropic-ai/sdk'
 import { createParser, type EventSourceMessage } from 'eventsource-parser'
 import { startFakeAnthropic, type FakeAnthropicOptions } from './server.js'
+import type { Teardown } from '../helpers/teardown.js'
 
 const MODEL = 'claude-sonnet-4-6'
 
-async function setup (t: { teardown: (fn: () => unknown) => void }, options?: FakeAnthropicOptions) {
+async function setup (t: Teardown, options?: FakeAnthropicOptions) {
   const fake = await startFakeAnthropic(options)
   t.teardown(() => fake.close())
   const client = new Anthropic({ apiKey: 'test-key', baseURL: fake.url, maxRetries: 0 })

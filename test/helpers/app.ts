@@ -1,6 +1,7 @@
 // Test harness: the real buildApp with a hermetic environment, logs captured, closed after each test.
 import { Writable } from 'node:stream'
 import { buildApp, type BuildAppOptions } from '../../app.js'
+import type { Teardown } from './teardown.js'
 
 /** The environment every test app starts from: offline model, no Redis, quiet logs. */
 export const TEST_ENV: Record<string, string> = {
@@ -23,8 +24,6 @@ export function captureLogs (): { stream: Writable, logs: CapturedLogs } {
   })
   return { stream, logs: { lines, text: () => raw } }
 }
-
-interface Teardown { teardown: (fn: () => unknown) => void }
 
 /** Builds an app for one test with `env` over TEST_ENV; closes it at teardown. */
 export async function buildTestApp (t: Teardown, env: Record<string, string> = {}, options: Omit<BuildAppOptions, 'env' | 'config'> = {}) {

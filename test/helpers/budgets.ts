@@ -1,10 +1,26 @@
-// Test helpers for budgets: drive the run hooks of an app the way the model router does (one call = start, then end).
+// Test helpers for budgets: API_KEYS_FILE files, and drive the run hooks of an app the way the model router does (one call = start, then end).
 import { createHash } from 'node:crypto'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import type { RunInfo } from '../../lib/agent/hooks.js'
 import type { ModelCallEnd, ModelCallObserver } from '../../lib/llm/hooks.js'
 import type { ModelRequest } from '../../lib/llm/types.js'
 import type { App } from '../../app.js'
 import { identityOfDigest } from '../../plugins/auth.js'
+
+/** A key's sha256 as an API_KEYS_FILE entry names it. */
+export const keySha256 = (key: string): string => createHash('sha256').update(key, 'utf8').digest('hex')
+
+let keysDir: string | undefined
+
+/** An API_KEYS_FILE (JSON) listing `entries`, in a temp folder of this process; returns its path. */
+export function keysFile (entries: unknown[]): string {
+  keysDir ??= mkdtempSync(join(tmpdir(), 'keys-file-'))
+  const path = join(keysDir, `keys-${Math.random().toString(36).slice(2)}.json`)
+  writeFileSync(path, JSON.stringify({ keys: entries }))
+  return path
+}
 
 /** The identity a bearer key gives its caller. */
 export const identityOfKey = (key: string): string => identityOfDigest(createHash('sha256').update(key, 'utf8').digest())

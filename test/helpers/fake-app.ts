@@ -4,8 +4,7 @@ import type { BuildAppOptions } from '../../app.js'
 import type { ConversationRecord } from '../../lib/stores/types.js'
 import { startFakeAnthropic, type FakeAnthropicOptions } from '../fake-anthropic/server.js'
 import { buildTestApp } from './app.js'
-
-interface Teardown { teardown: (fn: () => unknown) => void }
+import type { Teardown } from './teardown.js'
 
 /** Environment that points the app at the fake, with tiny back-off bounds and no rate-limit interference. */
 export function fakeEnv (url: string): Record<string, string> {

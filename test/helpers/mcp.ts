@@ -5,8 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { App } from '../../app.js'
-
-interface Teardown { teardown: (fn: () => unknown) => void }
+import type { Teardown } from './teardown.js'
 
 /** The small stdio MCP server of test/fixtures. */
 export const FIXTURE_SERVER = fileURLToPath(new URL('../fixtures/mcp-server.mjs', import.meta.url))

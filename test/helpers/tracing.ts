@@ -3,8 +3,7 @@ import type { App } from '../../app.js'
 import { buildTestApp } from './app.js'
 import { settle } from './metrics.js'
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan, type ReceiverOptions } from './otlp-receiver.js'
-
-interface Teardown { teardown: (fn: () => unknown) => void }
+import type { Teardown } from './teardown.js'
 
 /** A receiver (closed at teardown) and an app tracing to it; `env` goes over the tracing variables. */
 export async function buildTracedApp (t: Teardown, env: Record<string, string> = {}, options: Parameters<typeof buildTestApp>[2] = {}, receiverOptions: ReceiverOptions = {}) {

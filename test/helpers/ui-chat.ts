@@ -73,12 +73,18 @@ export class TestChat extends AbstractChat<UIMessage> {
     body?: object,
     messages?: UIMessage[]
     sendAutomaticallyWhen?: (options: { messages: UIMessage[] }) => boolean | PromiseLike<boolean>
+    /** The transport's fetch (a test may send each request to another replica). */
+    fetch?: typeof fetch
+    /** Told every data part, transient ones included. */
+    onData?: (part: { type: string, data: unknown }) => void
   }) {
     super({
       ...(options.id === undefined ? {} : { id: options.id }),
       ...(options.sendAutomaticallyWhen === undefined ? {} : { sendAutomaticallyWhen: options.sendAutomaticallyWhen }),
+      ...(options.onData === undefined ? {} : { onData: options.onData }),
       transport: new DefaultChatTransport({
         api: options.api,
+        ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
         ...(options.headers ? { headers: options.headers } : {}),
         ...(options.body ? { body: options.body } : {}),
       }),

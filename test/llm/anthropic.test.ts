@@ -10,10 +10,11 @@ import type { LLMLogger } from '../../lib/llm/providers/settings.js'
 import type { ChatTurn } from '../../lib/domain/types.js'
 import { startFakeAnthropic } from '../fake-anthropic/server.js'
 import { readStream, rejection, requestsTo, setupProvider } from './provider-setup.js'
+import type { Teardown } from '../helpers/teardown.js'
 
 const MODEL = 'claude-sonnet-4-6'
 
-async function setup (t: { teardown: (fn: () => unknown) => void }, overrides: Partial<AnthropicProviderOptions> = {}) {
+async function setup (t: Teardown, overrides: Partial<AnthropicProviderOptions> = {}) {
   return await setupProvider(t, startFakeAnthropic, createAnthropicProvider, (fake, logger) => ({
     apiKey: 'test-key', baseURL: fake.url, maxAttempts: 3, retryMinSeconds: 0.05, retryMaxSeconds: 0.1, timeoutSeconds: 5, logger, ...overrides,
   }))

@@ -6,6 +6,7 @@ import { createAnthropicProvider } from '../../lib/llm/providers/anthropic/provi
 import { createLimiter, withLimiter } from '../../lib/llm/limiter.js'
 import type { ModelRequest } from '../../lib/llm/types.js'
 import { startFakeAnthropic } from '../fake-anthropic/server.js'
+import type { Teardown } from '../helpers/teardown.js'
 
 function deferred (): { promise: Promise<void>, resolve: () => void } {
   let open = (): void => {}
@@ -15,7 +16,7 @@ function deferred (): { promise: Promise<void>, resolve: () => void } {
 
 const tick = async (): Promise<void> => { await new Promise((resolve) => setImmediate(resolve)) }
 
-async function setup (t: { teardown: (fn: () => unknown) => void }, maxConcurrent: number, maxQueue: number) {
+async function setup (t: Teardown, maxConcurrent: number, maxQueue: number) {
   const fake = await startFakeAnthropic()
   t.teardown(() => fake.close())
   const limiter = createLimiter({ maxConcurrent, maxQueue })

@@ -5,10 +5,11 @@ import type { AddressInfo } from 'node:net'
 import { gzipSync } from 'node:zlib'
 import { test } from 'tap'
 import { createNodeFetch } from '../../lib/llm/node-fetch.js'
+import type { Teardown } from '../helpers/teardown.js'
 
 type Handler = (req: IncomingMessage, res: ServerResponse, body: string) => void
 
-async function serve (t: { teardown: (fn: () => unknown) => void }, handler: Handler, host = '127.0.0.1') {
+async function serve (t: Teardown, handler: Handler, host = '127.0.0.1') {
   let connections = 0
   const server = createServer((req, res) => {
     const chunks: Buffer[] = []

@@ -7,10 +7,11 @@ import type { ModelResponse, ModelStreamEvent } from '../../lib/llm/types.js'
 import type { ChatTurn } from '../../lib/domain/types.js'
 import { startFakeOpenAI, type ToolCallVariant } from '../fake-openai/server.js'
 import { readStream, rejection, requestsTo, setupProvider } from './provider-setup.js'
+import type { Teardown } from '../helpers/teardown.js'
 
 const MODEL = 'llama3.2'
 
-async function setup (t: { teardown: (fn: () => unknown) => void }, overrides: Partial<OpenAIProviderOptions> = {}) {
+async function setup (t: Teardown, overrides: Partial<OpenAIProviderOptions> = {}) {
   return await setupProvider(t, startFakeOpenAI, createOpenAIProvider, (fake, logger) => ({
     baseURL: fake.url, maxAttempts: 3, retryMinSeconds: 0.01, retryMaxSeconds: 0.05, timeoutSeconds: 5, logger, ...overrides,
   }))

@@ -2,10 +2,9 @@
 import type { LLMLogger } from '../../lib/llm/providers/settings.js'
 import type { LLMProvider, ModelRequest, ModelResponse, ModelStreamEvent } from '../../lib/llm/types.js'
 import type { ChatTurn } from '../../lib/domain/types.js'
+import type { Teardown } from '../helpers/teardown.js'
 
 export interface LogLine { level: string, obj: Record<string, unknown>, msg: string | undefined }
-
-interface Teardown { teardown: (fn: () => unknown) => void }
 
 /** Starts `startFake`, builds a provider on it with a recording logger; both close when the test ends. */
 export async function setupProvider<Fake extends { url: string, close: () => Promise<void> }, Options> (

@@ -9,10 +9,11 @@ import { createModelRouter, fallbackReason, type FallbackInfo } from '../../lib/
 import type { ModelRequest, ModelStreamEvent } from '../../lib/llm/types.js'
 import { startFakeAnthropic } from '../fake-anthropic/server.js'
 import { startFakeOpenAI } from '../fake-openai/server.js'
+import type { Teardown } from '../helpers/teardown.js'
 
 const RETRY = { maxAttempts: 1, retryMinSeconds: 0.01, retryMaxSeconds: 0.01, timeoutSeconds: 5 }
 
-async function setup (t: { teardown: (fn: () => unknown) => void }) {
+async function setup (t: Teardown) {
   const anthropicFake = await startFakeAnthropic()
   const openaiFake = await startFakeOpenAI()
   t.teardown(() => Promise.all([anthropicFake.close(), openaiFake.close()]))

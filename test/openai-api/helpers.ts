@@ -3,8 +3,7 @@ import OpenAI from 'openai'
 import { startFakeOpenAI, type FakeOpenAI } from '../fake-openai/server.js'
 import { buildTestApp } from '../helpers/app.js'
 import { buildFakeApp, listen } from '../helpers/fake-app.js'
-
-interface Teardown { teardown: (fn: () => unknown) => void }
+import type { Teardown } from '../helpers/teardown.js'
 
 /** The default model of the fake Anthropic setup. */
 export const MODEL = 'claude-sonnet-5-5'

@@ -15,6 +15,7 @@ import { buildTestApp } from '../helpers/app.js'
 import { sampleValue } from '../helpers/metrics.js'
 import { readSse } from '../helpers/sse-client.js'
 import { cancel, readIdEvents, resume, type IdEvent } from '../helpers/resumable.js'
+import type { Teardown } from '../helpers/teardown.js'
 
 /** What one test gets from a backend: the app settings that reach it, a private prefix, admin access. */
 export interface SharedRedis {
@@ -33,8 +34,6 @@ export interface RedisBackend {
   /** Null when the backend is missing (the test is skipped, or fails under CI=true). */
   require (t: Test): Promise<SharedRedis | null>
 }
-
-interface Teardown { teardown: (fn: () => unknown) => void }
 
 /** Two app instances on one Redis with the same environment. */
 async function twoInstances (t: Teardown, env: Record<string, string>): Promise<[App, App]> {

@@ -3,11 +3,8 @@
 // document, shutdown, and images.
 import { randomUUID } from 'node:crypto'
 import { test, type Test } from 'tap'
-import { createHash } from 'node:crypto'
-import { mkdtempSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { buildTestApp } from '../helpers/app.js'
+import { keySha256, keysFile } from '../helpers/budgets.js'
 import { ROOMY_LIMITS, eventually, upstreamMessages } from '../helpers/agent.js'
 import { buildFakeApp, listen, postJson, waitForConversations } from '../helpers/fake-app.js'
 import { sseEvents } from '../helpers/sse-client.js'
@@ -120,16 +117,9 @@ test('MAX_ITERATIONS: RUN_ERROR max_iterations with the AgentError message and t
   t.match(run.events.at(-1), { code: 'max_iterations', message: /MAX_ITERATIONS/, usage: [{ model: 'claude-sonnet-5-5' }] })
 })
 
-const dir = mkdtempSync(join(tmpdir(), 'agui-budget-'))
-function keysFile (budget: number): string {
-  const path = join(dir, `keys-${randomUUID()}.json`)
-  writeFileSync(path, JSON.stringify({ keys: [{ label: 'a', sha256: createHash('sha256').update('ka').digest('hex'), tokens_per_minute: budget }] }))
-  return path
-}
-
 test('budgets: the first call refused is a 429 before the stream; a later call refused is RUN_ERROR budget_exceeded', async (t) => {
   const serve = async (budget: number) => {
-    const { app } = await buildTestApp(t, { MODELS: 'offline-model', API_KEYS_FILE: keysFile(budget) })
+    const { app } = await buildTestApp(t, { MODELS: 'offline-model', API_KEYS_FILE: keysFile([{ label: 'a', sha256: keySha256('ka'), tokens_per_minute: budget }]) })
     const base = await listen(t, app)
     // The offline model calls the calculator for arithmetic, then answers: two model calls.
     return async () => await postJson(base + PATH, input({ messages: [{ id: 'u', role: 'user', content: 'What is 6 * 7?' }] }), {

@@ -7,6 +7,7 @@ import { buildFakeApp, listen, postJson } from '../helpers/fake-app.js'
 import { ROOMY_LIMITS, readAgentEvents } from '../helpers/agent.js'
 import { buildTestApp } from '../helpers/app.js'
 import { EVERYTHING_SERVER, freePort, waitForMcp, writeMcpConfig } from '../helpers/mcp.js'
+import type { Teardown } from '../helpers/teardown.js'
 
 t.setTimeout(300_000)
 
@@ -62,7 +63,7 @@ test('stdio: the unversioned /chat enables MCP tools and reports the call', asyn
 })
 
 /** A pass-through proxy in front of `target` that records the headers of every request. */
-async function recordingProxy (t: { teardown: (fn: () => unknown) => void }, target: number) {
+async function recordingProxy (t: Teardown, target: number) {
   const seen: IncomingHttpHeaders[] = []
   const proxy = createServer((req, res) => {
     seen.push(req.headers)

@@ -9,8 +9,7 @@ import { startFakeOpenAI, type FakeOpenAI } from '../fake-openai/server.js'
 import { buildTestApp } from '../helpers/app.js'
 import { listen, postJson } from '../helpers/fake-app.js'
 import { readSse } from '../helpers/sse-client.js'
-
-interface Teardown { teardown: (fn: () => unknown) => void }
+import type { Teardown } from '../helpers/teardown.js'
 
 const QUICK = { LLM_RETRY_MIN_SECONDS: '0.01', LLM_RETRY_MAX_SECONDS: '0.02', LLM_TIMEOUT_SECONDS: '5', RATE_LIMIT_PER_MINUTE: '100000' }
 const dir = mkdtempSync(join(tmpdir(), 'routing-'))

@@ -6,10 +6,9 @@ import { ROOMY_LIMITS, upstreamMessages } from '../helpers/agent.js'
 import { buildFakeApp, listen, postJson } from '../helpers/fake-app.js'
 import { assertSseHeaders } from '../helpers/sse-client.js'
 import { TestChat, chunkError, chunkShape, deltaText, readUiStream } from '../helpers/ui-chat.js'
+import type { Teardown } from '../helpers/teardown.js'
 
 /** The reconnect route needs the resumable streams (not on main yet): these run, and say so, until it lands. */
-
-interface Teardown { teardown: (fn: () => unknown) => void }
 
 const PATH = '/api/v1/ui/chat'
 const CALC = 'calculate_expression'

@@ -64,6 +64,26 @@ export function runStoreContract (t: Test, factory: RunStoreFactory): void {
     t.equal(await store.waiting('alice', 'ui', 's1'), null, 'another family is another scope')
   })
 
+  withStore('keep, release, finish: a kept run is `kept` (409), `retry` after a failure (claimable once more), answered once through', async (t, store) => {
+    const run = pausedRun('session', 's1', 2)
+    await store.save('alice', run)
+    const ids = run.approvals.map((a) => a.id)
+    t.ok((await store.answer('alice', run.runId, ids)).ok)
+    const kept: PausedRun = { ...run, kept: { answers: { [ids[0] ?? '']: { approved: true }, [ids[1] ?? '']: { approved: false, reason: 'no' } }, calls: [] } }
+    await store.keep('alice', kept)
+    t.same((await store.lookup('alice', ids)).map((e) => e?.status), ['kept', 'kept'])
+    t.same(await store.answer('alice', run.runId, ids), { ok: false, reason: 'answered' }, 'while its continuation runs')
+    t.same(await store.waiting('alice', 'session', 's1'), kept, 'a new message finds the kept results')
+    await store.release('alice', kept)
+    t.same((await store.lookup('alice', ids)).map((e) => e?.status), ['retry', 'retry'])
+    t.same(await store.answer('alice', run.runId, ids), { ok: true, run: kept }, 'the same continuation once more')
+    await store.keep('alice', kept)
+    await store.finish('alice', kept)
+    t.same((await store.lookup('alice', ids)).map((e) => e?.status), ['answered', 'answered'])
+    t.equal(await store.get('alice', run.runId), null)
+    t.equal(await store.waiting('alice', 'session', 's1'), null)
+  })
+
   withStore('answer: all pending ids of the run win once; a second answer is `answered`', async (t, store) => {
     const run = pausedRun('session', 's1', 2)
     await store.save('alice', run)

@@ -4,6 +4,7 @@ import { test } from 'tap'
 import { buildTestApp } from '../helpers/app.js'
 import { listen, postJson } from '../helpers/fake-app.js'
 import { parseSse } from '../openai-api/helpers.js'
+import type { Teardown } from '../helpers/teardown.js'
 
 const SCHEMA = {
   type: 'object',
@@ -17,7 +18,7 @@ const EXPECTED = { city: 'Echo: weather in Paris?', temperature: 3, tags: ['sunn
 const UNSATISFIED = { type: 'json_schema', schema: { type: 'object', properties: { code: { type: 'string', pattern: '^[0-9]+$' } }, required: ['code'] } }
 const messages = [{ role: 'user', content: 'weather in Paris?' }]
 
-async function setup (t: { teardown: (fn: () => unknown) => void }, env: Record<string, string> = {}) {
+async function setup (t: Teardown, env: Record<string, string> = {}) {
   const { app } = await buildTestApp(t, { RATE_LIMIT_PER_MINUTE: '100000', ...env })
   return { app, url: await listen(t, app) }
 }

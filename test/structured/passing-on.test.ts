@@ -11,9 +11,8 @@ import { startFakeAnthropic, type FakeAnthropic } from '../fake-anthropic/server
 import { startFakeOpenAI, type FakeOpenAI } from '../fake-openai/server.js'
 import { buildTestApp } from '../helpers/app.js'
 import { listen, postJson } from '../helpers/fake-app.js'
+import type { Teardown } from '../helpers/teardown.js'
 import { anthropicSetup, openaiSetup, MODEL } from '../openai-api/helpers.js'
-
-interface Teardown { teardown: (fn: () => unknown) => void }
 
 const SCHEMA = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false }
 const ANSWER = JSON.stringify({ city: 'Paris' })

@@ -4,10 +4,11 @@ import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { fileURLToPath } from 'node:url'
 import { startOtlpReceiver } from '../helpers/otlp-receiver.js'
+import type { Teardown } from '../helpers/teardown.js'
 
 const fixture = fileURLToPath(new URL('../fixtures/traced-server.ts', import.meta.url))
 
-async function startServer (t: { teardown: (fn: () => unknown) => void }, env: Record<string, string>) {
+async function startServer (t: Teardown, env: Record<string, string>) {
   const clean = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('OTEL_')))
   // The child runs TypeScript through the same loader tap gave this process.
   const child = spawn(process.execPath, [...process.execArgv, fixture], { env: { ...clean, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })

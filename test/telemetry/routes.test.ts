@@ -5,8 +5,7 @@ import { sseEvents } from '../helpers/sse-client.js'
 import { readAgentEvents } from '../helpers/agent.js'
 import { startOtlpReceiver, SPAN_KIND, STATUS, named, type ReceivedSpan } from '../helpers/otlp-receiver.js'
 import { collectSpans } from '../helpers/tracing.js'
-
-interface Teardown { teardown: (fn: () => unknown) => void }
+import type { Teardown } from '../helpers/teardown.js'
 
 async function tracedFakeApp (t: Teardown, env: Record<string, string> = {}) {
   const receiver = await startOtlpReceiver()

@@ -11,6 +11,8 @@ const usageEvent = (usage: UsageReport): string => JSON.stringify({ type: 'usage
  */
 export const agentEvents: StreamFormat = {
   name: 'agent',
+  // A continuation opens before its approved calls run: heartbeats while they run, a budget refusal in-stream (18).
+  continuationOpensAtOnce: true,
   event: (event) => {
     switch (event.type) {
       case 'token':

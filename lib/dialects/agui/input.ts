@@ -6,6 +6,7 @@ import { parseImage } from '../../input/images.js'
 import { jsonFieldIssue as boundedJsonIssue } from '../../input/json-bounds.js'
 import { RequestValidationError, type ValidationIssue } from '../../input/validation.js'
 import { MAX_AGUI_FIELD_BYTES, MAX_AGUI_FIELD_DEPTH, type AguiRunInputBody } from '../../../schemas/agui.js'
+import { isRecord } from '../../domain/records.js'
 
 /** What the model reads for a call no `tool` message answered. */
 export const NO_RESULT_TEXT = 'Tool call not run: no result was sent.'
@@ -13,9 +14,6 @@ export const NO_RESULT_TEXT = 'Tool call not run: no result was sent.'
 const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/
 
 type Loc = Array<string | number>
-
-const isPlainObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value)
 
 /** The issue of a free-form JSON field over 64 KB or 32 levels, else undefined. */
 function jsonFieldIssue (value: unknown, loc: Loc): ValidationIssue | undefined {
@@ -51,12 +49,12 @@ export interface AguiRun {
 function toolContentText (content: unknown): string {
   if (typeof content === 'string') return content
   if (!Array.isArray(content)) return ''
-  return content.flatMap((part: unknown) => isPlainObject(part) && part['type'] === 'text' && typeof part['text'] === 'string' ? [part['text']] : []).join('')
+  return content.flatMap((part: unknown) => isRecord(part) && part['type'] === 'text' && typeof part['text'] === 'string' ? [part['text']] : []).join('')
 }
 
 /** The model picked by `forwardedProps.model` (a listed model), else undefined. */
 function modelOf (forwarded: unknown, models: readonly string[], issues: ValidationIssue[]): string | undefined {
-  if (!isPlainObject(forwarded) || forwarded['model'] === undefined) return undefined
+  if (!isRecord(forwarded) || forwarded['model'] === undefined) return undefined
   const model = forwarded['model']
   if (typeof model !== 'string' || !models.includes(model)) {
     issues.push({ loc: ['body', 'forwardedProps', 'model'], msg: `Input should be one of the listed models: ${models.join(', ')}`, type: 'enum' })
@@ -85,7 +83,7 @@ function frontendToolsOf (tools: AguiRunInputBody['tools'], limits: AguiLimits, 
     }
     const parameters = tool.parameters
     if (parameters === undefined) return [{ name: tool.name, description: tool.description, input_schema: { type: 'object', properties: {} } }]
-    if (!isPlainObject(parameters) || parameters['type'] !== 'object') {
+    if (!isRecord(parameters) || parameters['type'] !== 'object') {
       issues.push({ loc: [...loc, 'parameters'], msg: 'Parameters must be a JSON Schema object whose type is "object"', type: 'value_error' })
       return []
     }
@@ -94,7 +92,7 @@ function frontendToolsOf (tools: AguiRunInputBody['tools'], limits: AguiLimits, 
       issues.push(issue)
       return []
     }
-    const schema = { ...parameters, properties: isPlainObject(parameters['properties']) ? parameters['properties'] : {} }
+    const schema = { ...parameters, properties: isRecord(parameters['properties']) ? parameters['properties'] : {} }
     return [{ name: tool.name, description: tool.description, input_schema: schema as ToolSpec['input_schema'] }]
   })
 }
@@ -129,7 +127,7 @@ export function readAguiInput (body: AguiRunInputBody, limits: AguiLimits, optio
       for (const [k, call] of (message.toolCalls ?? []).entries()) {
         let input: unknown
         try { input = JSON.parse(call.function.arguments) } catch { input = undefined }
-        if (!isPlainObject(input)) {
+        if (!isRecord(input)) {
           issues.push({ loc: ['body', 'messages', m, 'toolCalls', k, 'function', 'arguments'], msg: 'Arguments must be the JSON text of an object', type: 'value_error' })
           continue
         }
@@ -203,7 +201,7 @@ export function readAguiInput (body: AguiRunInputBody, limits: AguiLimits, optio
         const imageBlocks: ImageBlock[] = []
         for (const [j, part] of (content as unknown[]).entries()) {
           const at: Loc = [...loc, 'content', j]
-          if (!isPlainObject(part) || typeof part['type'] !== 'string') {
+          if (!isRecord(part) || typeof part['type'] !== 'string') {
             issues.push({ loc: at, msg: 'A content part is an object with a type', type: 'value_error' })
             continue
           }
@@ -213,7 +211,7 @@ export function readAguiInput (body: AguiRunInputBody, limits: AguiLimits, optio
             continue
           }
           const source = part['source']
-          if (part['type'] !== 'image' || !isPlainObject(source) || source['type'] !== 'data' || typeof source['value'] !== 'string') {
+          if (part['type'] !== 'image' || !isRecord(source) || source['type'] !== 'data' || typeof source['value'] !== 'string') {
             issues.push({ loc: at, msg: 'Only text parts and image parts with a data source are read (the service fetches nothing)', type: 'value_error' })
             continue
           }
@@ -275,7 +273,7 @@ export function readResume (resume: AguiRunInputBody['resume']): Array<ApprovalA
     seen.add(entry.interruptId)
     if (entry.status === 'cancelled') return { id: entry.interruptId, approved: false, status: entry.status }
     const payload = entry.payload
-    if (!isPlainObject(payload) || typeof payload['approved'] !== 'boolean') {
+    if (!isRecord(payload) || typeof payload['approved'] !== 'boolean') {
       issues.push({ loc: [...loc, 'payload', 'approved'], msg: 'A resolved entry needs payload {approved: boolean, reason?: string}', type: 'missing' })
       return { id: entry.interruptId, approved: false, status: entry.status }
     }

@@ -6,6 +6,7 @@ import { nestsDeeperThan } from '../../input/json-depth.js'
 import { MAX_IMAGE_BYTES, MAX_IMAGES } from '../../../schemas/chat.js'
 import { invalidRequest } from './errors.js'
 import { MAX_JSON_DEPTH, tooDeep } from './body-budget.js'
+import { isRecord } from '../../domain/records.js'
 
 /** Client tool names the providers accept. */
 const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/
@@ -126,7 +127,7 @@ export function parseArguments (text: unknown, param: string): Record<string, un
   if (nestsDeeperThan(text, MAX_JSON_DEPTH)) throw tooDeep(param)
   try {
     const value: unknown = text.trim() === '' ? {} : JSON.parse(text)
-    if (typeof value === 'object' && value !== null && !Array.isArray(value)) return value as Record<string, unknown>
+    if (isRecord(value)) return value
   } catch {}
   throw invalidRequest('Function arguments must be a JSON object.', param)
 }

@@ -22,6 +22,8 @@ export function pythonRepr (text: string): string {
  */
 export const sessionChunks: StreamFormat = {
   name: 'session',
+  // A continuation opens before its approved calls run: heartbeats while they run, a budget refusal in-stream (18).
+  continuationOpensAtOnce: true,
   event: textChunk,
   done: () => DONE,
   paused: (ending) => [...approvalsOf(ending).map((approval) => namedEvent('approval_required', JSON.stringify(approval))), ...DONE],

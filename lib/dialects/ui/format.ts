@@ -27,6 +27,8 @@ export type UiChunk =
   | { type: 'finish', finishReason: 'stop' | 'content-filter', messageMetadata: { model: string, usage: UsageReport } }
   | { type: 'data-output', data: unknown }
   | { type: 'error', errorText: string }
+  /** A durable run taken over by another replica (DECISIONS 21); transient: not kept in the message. */
+  | { type: 'data-recovered', data: { attempt: number, discarded_text: string }, transient: true }
 
 /** Options of {@link createUiMessageStream}. */
 export interface UiMessageStreamOptions {
@@ -40,6 +42,47 @@ export interface UiMessageStreamOptions {
    * that resumes tells them itself (its `resumed` event).
    */
   answered?: ReadonlyArray<{ toolCallId: string, approved: boolean }>
+  /**
+   * A durable run taken over (DECISIONS 21): what the dead owner's stored chunks left open ({@link uiStreamState}),
+   * and whether its model call was interrupted (then its `recovered` event closes the open text part and step).
+   */
+  continued?: UiStreamState & { modelInterrupted: boolean }
+}
+
+/** Where a stored UI message stream stands: its message id, its open text part, and whether a step is open. */
+export interface UiStreamState {
+  messageId: string | undefined
+  textId: string | undefined
+  stepOpen: boolean
+}
+
+/** Reads a stream's stored chunks (in order) to tell what is still open at their end. */
+export function uiStreamState (payloads: Iterable<string>): UiStreamState {
+  const state: UiStreamState = { messageId: undefined, textId: undefined, stepOpen: false }
+  for (const payload of payloads) {
+    let chunk: { type?: unknown, id?: unknown, messageId?: unknown }
+    try {
+      chunk = JSON.parse(payload) as typeof chunk
+    } catch {
+      continue
+    }
+    if (chunk.type === 'start' && typeof chunk.messageId === 'string') state.messageId = chunk.messageId
+    else if (chunk.type === 'start-step') state.stepOpen = true
+    else if (chunk.type === 'finish-step') state.stepOpen = false
+    else if (chunk.type === 'text-start' && typeof chunk.id === 'string') state.textId = chunk.id
+    else if (chunk.type === 'text-end') state.textId = undefined
+  }
+  return state
+}
+
+/** The text of a stored `text-delta` chunk, else undefined (what an interrupted model call had sent). */
+export function uiDeltaText (payload: string): string | undefined {
+  try {
+    const chunk = JSON.parse(payload) as { type?: unknown, delta?: unknown }
+    return chunk.type === 'text-delta' && typeof chunk.delta === 'string' ? chunk.delta : undefined
+  } catch {
+    return undefined
+  }
 }
 
 /**
@@ -50,10 +93,12 @@ export interface UiMessageStreamOptions {
  */
 export function createUiMessageStream (options: UiMessageStreamOptions): StreamFormat {
   const newId = options.newId ?? (() => randomUUID().replace(/-/g, ''))
-  let started = false
-  let stepOpen = false
+  const { continued } = options
+  // A taken-over run goes on after the dead owner's chunks: its `start` is sent, its step and text part may be open.
+  let started = continued !== undefined
+  let stepOpen = continued?.stepOpen ?? false
   let stepEnding = false
-  let textId: string | undefined
+  let textId: string | undefined = continued?.textId
   // A continuation's answered calls: approved outputs wait here until all ran, then go out in the model's order.
   let answered = new Map<string, boolean>()
   const outputs = new Map<string, UiChunk>()
@@ -122,6 +167,13 @@ export function createUiMessageStream (options: UiMessageStreamOptions): StreamF
       if (event.type === 'resumed') {
         answer(event.answered)
         return null
+      }
+      if (event.type === 'recovered') {
+        // DECISIONS 21: the marker, then what the dead owner left open is closed (an interrupted model call's text part
+        // and step: the new call starts with `start-step`); an interrupted tool call's error output comes in its open step.
+        out.push(chunk({ type: 'data-recovered', data: event.data, transient: true }))
+        if (continued?.modelInterrupted === true) endStep(out)
+        return out
       }
       if (!answersSent && (event.type === 'tool_call' || event.type === 'tool_result') && answered.has(event.callId)) {
         // An approved call of the continued turn: its input is on the client already; its output goes out in order.

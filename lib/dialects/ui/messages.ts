@@ -3,6 +3,9 @@ import { parseImage } from '../../input/images.js'
 import type { ChatTurn, ContentBlock, ImageBlock, ToolResultBlock, ToolUseBlock } from '../../domain/types.js'
 import { jsonFieldIssue as boundedJsonIssue } from '../../input/json-bounds.js'
 import { RequestValidationError, type ValidationIssue } from '../../input/validation.js'
+import { isRecord } from '../../domain/records.js'
+import { SUPERSEDED_TEXT } from '../../agent/approvals.js'
+import { denialText } from '../../agent/run.js'
 
 /** The part fields this conversion reads (typed by the route's schema); anything else in a part is ignored. */
 export interface UiPartInput {
@@ -18,11 +21,6 @@ export interface UiPartInput {
   errorText?: string | undefined
   approval?: { id: string, approved?: boolean | undefined, reason?: string | undefined } | undefined
 }
-
-/** What the model reads for a call a new message superseded (README "Tool approval"). */
-export const UI_SUPERSEDED_TEXT = 'Tool call not run: the user sent a new message instead of answering.'
-/** What the model reads for a denied call. */
-const deniedText = (reason: string | undefined) => reason === undefined || reason === '' ? 'Tool call denied by the user.' : `Tool call denied by the user: ${reason}`
 
 /** The fields each part kind must have. */
 function requiredFields (type: string): ReadonlyArray<keyof UiPartInput> {
@@ -55,9 +53,6 @@ export interface UiConversion {
   turns: ChatTurn[]
   ignored: Record<string, number>
 }
-
-const isPlainObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value)
 
 /** A tool output as the text the model reads. */
 function outputText (output: unknown): string {
@@ -180,15 +175,15 @@ export function uiMessagesToTurns (messages: readonly UiMessageInput[], limits: 
         ignore(part.type)
         continue
       }
-      if ((!done && !notRun) || typeof part.toolCallId !== 'string' || !isPlainObject(part.input)) {
+      if ((!done && !notRun) || typeof part.toolCallId !== 'string' || !isRecord(part.input)) {
         ignore(`${part.type} (${String(part.state)})`)
         continue
       }
       const isError = part.state !== 'output-available'
       const content = part.state === 'output-denied'
-        ? deniedText(part.approval?.reason)
+        ? denialText(part.approval?.reason)
         : notRun
-          ? UI_SUPERSEDED_TEXT
+          ? SUPERSEDED_TEXT
           : isError ? (typeof part.errorText === 'string' ? part.errorText : 'Tool failed') : outputText(part.output)
       const use: ToolUseBlock = { type: 'tool_use', id: part.toolCallId, name, input: part.input }
       calls.push(use)
@@ -237,12 +232,12 @@ function pick (source: Record<string, unknown>, fields: readonly string[]): Reco
  * of the wrong shape is returned as it is, for the schema to refuse.
  */
 export function boundUiChatBody (body: unknown): unknown {
-  if (!isPlainObject(body)) return body
+  if (!isRecord(body)) return body
   const kept = pick(body, ROOT_FIELDS)
   if (!Array.isArray(kept['messages'])) return kept
   const issues: ValidationIssue[] = []
   kept['messages'] = kept['messages'].map((message: unknown, m) => {
-    if (!isPlainObject(message)) return message
+    if (!isRecord(message)) return message
     const keptMessage = pick(message, MESSAGE_FIELDS)
     if (Object.hasOwn(keptMessage, 'metadata')) {
       const issue = jsonFieldIssue(keptMessage['metadata'], ['body', 'messages', m, 'metadata'])
@@ -250,7 +245,7 @@ export function boundUiChatBody (body: unknown): unknown {
     }
     if (!Array.isArray(keptMessage['parts'])) return keptMessage
     keptMessage['parts'] = keptMessage['parts'].map((part: unknown, p) => {
-      if (!isPlainObject(part)) return part
+      if (!isRecord(part)) return part
       const keptPart = pick(part, PART_FIELDS)
       for (const field of PART_JSON_FIELDS) {
         if (!Object.hasOwn(keptPart, field)) continue

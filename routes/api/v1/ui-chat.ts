@@ -92,6 +92,8 @@ const uiChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const continuation = { family: 'ui' as const, scope: body.id, answers, loc: ['body', 'messages', lastIndex, 'parts'] }
       await app.agent.stream(request, reply, { continuation }, format, {
         resumable: 'versioned',
+        // Durable when DURABLE_RUNS is on (DECISIONS 21): its streams are always resumable.
+        durable: true,
         onOpen: async (streamId) => { await app.stores.chatStreams.set(request.identity, body.id, streamId) },
       })
       return reply
@@ -117,6 +119,8 @@ const uiChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
     }
     await app.agent.stream(request, reply, spec, format, {
       resumable: 'versioned',
+      // Durable when DURABLE_RUNS is on (DECISIONS 21): its streams are always resumable.
+      durable: true,
       onOpen: async (streamId) => { await app.stores.chatStreams.set(request.identity, body.id, streamId) },
     })
     return reply

@@ -2,16 +2,16 @@
 // schema as the SDK's own transformJSONSchema makes it (what its zodOutputFormat sends), no tool added or forced.
 import { transformJSONSchema } from '@anthropic-ai/sdk/lib/transform-json-schema'
 import { withFormatInstruction, type OutputFormat } from '../../../domain/output-format.js'
+import { isRecord } from '../../../domain/records.js'
 
 type Schema = Record<string, unknown>
-const isObject = (value: unknown): value is Schema => typeof value === 'object' && value !== null && !Array.isArray(value)
 
 /** `definitions` (draft-07, zod's and the openai helpers') as `$defs`, which the transform keeps, with their refs. */
 function withDefs (schema: Schema): Schema {
-  if (!isObject(schema['definitions'])) return schema
+  if (!isRecord(schema['definitions'])) return schema
   const text = JSON.stringify(schema).replaceAll('"#/definitions/', '"#/$defs/')
   const moved = JSON.parse(text) as Schema
-  moved['$defs'] = { ...(isObject(moved['$defs']) ? moved['$defs'] : {}), ...(moved['definitions'] as Schema) }
+  moved['$defs'] = { ...(isRecord(moved['$defs']) ? moved['$defs'] : {}), ...(moved['definitions'] as Schema) }
   delete moved['definitions']
   return moved
 }
@@ -19,7 +19,7 @@ function withDefs (schema: Schema): Schema {
 /** The local refs under `node`. */
 function refsOf (node: unknown, into: Set<string>): Set<string> {
   if (Array.isArray(node)) for (const one of node) refsOf(one, into)
-  else if (isObject(node)) {
+  else if (isRecord(node)) {
     for (const [key, value] of Object.entries(node)) {
       if (key === '$ref' && typeof value === 'string') into.add(value)
       else refsOf(value, into)
@@ -30,7 +30,7 @@ function refsOf (node: unknown, into: Set<string>): Set<string> {
 
 /** Whether a `$ref` can reach itself (a recursive schema, which the API's copy cannot express). */
 function isRecursive (schema: Schema): boolean {
-  const defs = isObject(schema['$defs']) ? schema['$defs'] : {}
+  const defs = isRecord(schema['$defs']) ? schema['$defs'] : {}
   const top = refsOf({ ...schema, $defs: undefined }, new Set())
   if (top.has('#')) return true
   const edges = new Map(Object.entries(defs).map(([name, def]) => [`#/$defs/${name}`, refsOf(def, new Set())]))

@@ -1,5 +1,6 @@
 // The offline model's structured answer (README "Structured outputs"): a deterministic JSON value built from the schema.
 import type { OutputFormat } from '../../../domain/output-format.js'
+import { isRecord } from '../../../domain/records.js'
 
 const SAMPLES: Record<string, string> = {
   'date-time': '2026-01-01T00:00:00Z',
@@ -15,21 +16,20 @@ const SAMPLES: Record<string, string> = {
 }
 
 type Schema = Record<string, unknown>
-const isObject = (value: unknown): value is Schema => typeof value === 'object' && value !== null && !Array.isArray(value)
 
 /** The schema a local `$ref` names (`#`, `#/$defs/x`), or an empty one. */
 function resolve (root: Schema, ref: string): unknown {
   let node: unknown = root
   for (const raw of ref === '#' ? [] : ref.slice(2).split('/')) {
     const key = decodeURIComponent(raw).replaceAll('~1', '/').replaceAll('~0', '~')
-    node = isObject(node) ? node[key] : Array.isArray(node) ? node[Number(key)] : undefined
+    node = isRecord(node) ? node[key] : Array.isArray(node) ? node[Number(key)] : undefined
   }
   return node ?? {}
 }
 
 /** A value `schema` accepts in the common cases (strings echo; numbers their minimum or 0; one array item). */
 function valueOf (schema: unknown, root: Schema, echo: string, depth: number): unknown {
-  if (!isObject(schema) || depth > 40) return null
+  if (!isRecord(schema) || depth > 40) return null
   if (typeof schema['$ref'] === 'string') return valueOf(resolve(root, schema['$ref']), root, echo, depth + 1)
   if ('const' in schema) return schema['const']
   if (Array.isArray(schema['enum']) && schema['enum'].length > 0) return schema['enum'][0]
@@ -38,10 +38,10 @@ function valueOf (schema: unknown, root: Schema, echo: string, depth: number): u
     if (Array.isArray(list) && list.length > 0) return valueOf({ ...schema, [key]: undefined, ...list[0] as Schema }, root, echo, depth + 1)
   }
   const declared = schema['type']
-  const type = Array.isArray(declared) ? declared.find((one) => one !== 'null') ?? 'null' : declared ?? (isObject(schema['properties']) ? 'object' : 'string')
+  const type = Array.isArray(declared) ? declared.find((one) => one !== 'null') ?? 'null' : declared ?? (isRecord(schema['properties']) ? 'object' : 'string')
   switch (type) {
     case 'object': {
-      const properties = isObject(schema['properties']) ? schema['properties'] : {}
+      const properties = isRecord(schema['properties']) ? schema['properties'] : {}
       return Object.fromEntries(Object.entries(properties).map(([key, one]) => [key, valueOf(one, root, echo, depth + 1)]))
     }
     case 'array': {

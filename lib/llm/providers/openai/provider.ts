@@ -3,7 +3,7 @@ import { withFormatInstruction, type OutputFormat } from '../../../domain/output
 import OpenAI from 'openai'
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions'
 import { isRetryableError } from '../../retry.js'
-import { isRecord } from '../../upstream-errors.js'
+import { isRecord } from '../../../domain/records.js'
 import type { LLMProvider, ModelRequest } from '../../types.js'
 import { attemptTimeoutMs, createSdkProvider, providerTransport, sdkFailures } from '../sdk-provider.js'
 import type { ProviderSettings } from '../settings.js'

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto'
 import type {
   ChatCompletion, ChatCompletionChunk, ChatCompletionContentPart, ChatCompletionMessageParam, ChatCompletionMessageToolCall,
 } from 'openai/resources/chat/completions'
-import { isRecord } from '../../upstream-errors.js'
+import { isRecord } from '../../../domain/records.js'
 import type { ModelResponse, ModelStreamEvent, StopReason } from '../../types.js'
 import type { ChatTurn, TextBlock, ToolUseBlock, Usage } from '../../../domain/types.js'
 import type { SseEvent } from '../sse-reader.js'

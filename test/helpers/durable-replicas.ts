@@ -1,0 +1,33 @@
+// Replicas for the durable-run tests: real server processes (test/fixtures/durable-server.ts) sharing one Redis.
+import { spawn, type ChildProcess } from 'node:child_process'
+import { once } from 'node:events'
+import { fileURLToPath } from 'node:url'
+
+const fixture = fileURLToPath(new URL('../fixtures/durable-server.ts', import.meta.url))
+
+export interface Replica { child: ChildProcess, base: string }
+
+/** Starts a replica with `env` (killed at teardown) once it listens. */
+export async function startReplica (t: { teardown: (fn: () => unknown) => void }, env: Record<string, string>): Promise<Replica> {
+  const child = spawn(process.execPath, [...process.execArgv, fixture], {
+    env: { ...process.env, TS_NODE_TRANSPILE_ONLY: '1', ...env }, stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
+  let output = ''
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout?.on('data', (chunk: Buffer) => {
+      output += chunk.toString()
+      const match = /listening (\d+)/.exec(output)
+      if (match) resolve(Number(match[1]))
+    })
+    child.once('exit', (code) => reject(new Error(`replica exited early with ${code}`)))
+  })
+  return { child, base: `http://127.0.0.1:${port}` }
+}
+
+/** kill -9, once it has exited. */
+export async function kill (replica: Replica): Promise<void> {
+  const exited = once(replica.child, 'exit')
+  replica.child.kill('SIGKILL')
+  await exited
+}
