@@ -11,6 +11,7 @@ import { openSseStream } from '../lib/http/sse.js'
 import type { StreamFormat } from '../lib/agent/stream-format.js'
 import type { StreamLayout } from '../lib/http/resumable.js'
 import type { DurableRecord } from '../lib/agent/durable.js'
+import type { StreamProducer } from '../lib/stores/stream-log.js'
 
 /** Preparing a run aborts nothing: its context needs a signal all the same. */
 const NOT_ABORTED = new AbortController().signal
@@ -115,6 +116,35 @@ function createAgent (app: FastifyInstance) {
       // Sent after settlement: `remaining` counts this request's real usage.
       await hookHeaders(reply, run)
       return result
+    },
+
+    /**
+     * Starts a background run (DECISIONS 21): a durable run whose stream log is stream `id`, with `first` (the
+     * format's lifecycle start) stored at once; the run goes on without any connection, to its end. Resolves once the
+     * stream exists (a store that is down is a 503 before anything started); `finished` once the run has ended.
+     */
+    async background (
+      request: FastifyRequest, spec: RunSpec, format: StreamFormat, options: { id: string, first: readonly string[], beforeEnd?: (state: RunState) => Promise<void> }
+    ): Promise<{ producer: StreamProducer, finished: Promise<void> }> {
+      app.llm.limiter.assertAvailable(request.identity)
+      const context: RunContext = {
+        owner: request.identity,
+        requestId: request.id,
+        log: request.log,
+        signal: NOT_ABORTED,
+        parent: request.runParent,
+        afterResponse: (task) => { setImmediate(task) },
+      }
+      const run = await service.prepare(context, spec, format.name)
+      const record: DurableRecord = { identity: request.identity, conversationId: run.conversationId }
+      const started = await app.resumable.startDetached(options.id, request.identity, format, JSON.stringify(record), run.observer?.link)
+      for (const payload of options.first) started.producer.append(payload)
+      const sink = streamLogSink(started)
+      const { beforeEnd } = options
+      const ended: EventSink = beforeEnd === undefined ? sink : { ...sink, end: async (payloads) => { await beforeEnd(run.state); await sink.end(payloads) } }
+      const finished = service.stream({ ...context, signal: started.signal }, run, format, ended)
+        .catch((error: unknown) => { request.log.error({ err: error }, 'background run failed') })
+      return { producer: started.producer, finished }
     },
 
     /**

@@ -12,6 +12,8 @@ import { createUiMessageStream, uiDeltaText, uiStreamState } from '../lib/dialec
 import { estimateTokens } from '../lib/llm/tokens.js'
 import type { ClaimedStream, DurableStreams, StreamEntry } from '../lib/stores/stream-log.js'
 import { streamLogSink } from '../lib/http/run-sinks.js'
+import { parseNamedEvent } from '../lib/domain/named-events.js'
+import { builderOf, responsesEvents, type ToolSourceOf } from '../lib/dialects/openai/responses.js'
 
 /** A format whose runs can be durable: the text of a stored model-text payload, and the format a new owner goes on in. */
 interface DurableFormat {
@@ -33,6 +35,34 @@ const DURABLE_FORMATS: ReadonlyMap<string, DurableFormat> = new Map<string, Dura
   }],
 ])
 
+/** A background response's Responses event stream (17, 21), going on after the events its former owners stored. */
+function backgroundResponses (sourceOf: ToolSourceOf): DurableFormat {
+  return {
+    tokenText: (payload) => {
+      const event = responseEvent(payload)
+      return event?.['type'] === 'response.output_text.delta' && typeof event['delta'] === 'string' ? event['delta'] : undefined
+    },
+    resume: async (claim, durable) => {
+      const events = (await durable.range(claim.id, 0, claim.lastId)).map((entry) => responseEvent(entry.payload) ?? {})
+      const created = events[0]?.['response'] as Record<string, unknown> | undefined
+      if (created === undefined) throw new Error('background response without its response.created event')
+      const builder = builderOf(created, claim.attempt)
+      return responsesEvents({ model: String(created['model']), builder, sourceOf, background: true, resumeFrom: events }).format
+    },
+  }
+}
+
+/** The data of a Responses event payload, else undefined. */
+function responseEvent (payload: string): Record<string, unknown> | undefined {
+  const named = parseNamedEvent(payload)
+  if (named === undefined) return undefined
+  try {
+    return JSON.parse(named.data) as Record<string, unknown>
+  } catch {
+    return undefined
+  }
+}
+
 /** The text of an agent stream `token` event, else undefined. */
 function agentTokenText (payload: string): string | undefined {
   try {
@@ -47,11 +77,12 @@ function createDurableRuns (app: FastifyInstance, durable: DurableStreams) {
   const { config } = app
   const retrySafe = approvalMatcher(config.retrySafePatterns)
   const maxAttempts = config.RUN_MAX_RECOVERIES + 1
+  const formats: ReadonlyMap<string, DurableFormat> = new Map([...DURABLE_FORMATS, ['openai-responses', backgroundResponses((name) => app.tools.sourceOf(name))]])
 
   /** Ends a claimed run that is not continued: its usage so far, then `Cancelled` or `Stream interrupted`. */
   async function end (claim: ClaimedStream, message: string, usage: UsageTally | undefined): Promise<void> {
     const producer = durable.adopt(claim)
-    const durableFormat = DURABLE_FORMATS.get(claim.format)
+    const durableFormat = formats.get(claim.format)
     const format = durableFormat === undefined ? undefined : await durableFormat.resume(claim, durable, false)
     const payloads = format === undefined || usage === undefined
       ? [message === 'Cancelled' ? claim.cancelledPayload : claim.interruptedPayload]
@@ -65,7 +96,7 @@ function createDurableRuns (app: FastifyInstance, durable: DurableStreams) {
     const log = app.log.child({ streamId: claim.id, attempt: claim.attempt })
     const stored = parseCheckpoint(claim.checkpoint)
     const record = parseRecord(claim.record)
-    const durableFormat = DURABLE_FORMATS.get(claim.format)
+    const durableFormat = formats.get(claim.format)
     const usage = stored === null ? undefined : new UsageTally(stored.state.usage)
     if (claim.outcome === 'cancelled') {
       log.info('durable run cancelled while it had no owner: ended')

@@ -110,6 +110,21 @@ function createResumable (app: FastifyInstance) {
     follow,
     track,
     /**
+     * Starts durable stream `id` with no connection of its own (a background response, DECISIONS 21): recorded in the
+     * log and run on this process; readers come through the log. A stream store that is down is a 503.
+     */
+    async startDetached (id: string, owner: string, format: StreamFormat, record: string, link?: string) {
+      const producer = await app.stores.streamLog.start(id, {
+        owner,
+        format: format.name,
+        cancelledPayload: format.terminalError('Cancelled'),
+        interruptedPayload: format.terminalError('Stream interrupted'),
+        link,
+        durable: { record },
+      }).catch(streamStoreDown)
+      return { producer, ...track(id, owner, producer, true) }
+    },
+    /**
      * Starts a resumable stream in `format`: records it in the log (with `link`, the run's trace link), answers with `X-Stream-Id` and
      * `Content-Location` and follows the log on this connection. A stream store that is down is a 503
      * before the stream opens.

@@ -1,7 +1,12 @@
 // POST /v1/responses, GET and DELETE /v1/responses/{id}: the Responses dialect on the agent runner, stored responses per identity.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { sessionStoreDown } from '../../lib/domain/errors.js'
+import { HttpError, sessionStoreDown } from '../../lib/domain/errors.js'
+import { openSseStream } from '../../lib/http/sse.js'
+import { pipeEntries, streamStoreDown } from '../../lib/http/resumable.js'
+import { UNFINISHED, cannotCancel, currentResponse, renumbered, responseOf } from '../../lib/dialects/openai/background.js'
+import type { StreamEntry } from '../../lib/stores/stream-log.js'
+import { namedEvent } from '../../lib/domain/named-events.js'
 import { OpenAIError, invalidRequest } from '../../lib/dialects/openai/errors.js'
 import { finishedStatus, outputItems, planResponse, responseBuilder, responsesEvents } from '../../lib/dialects/openai/responses.js'
 import { listPage, resolveInputItems, responseIdOfItem, storedInputItems, type Item } from '../../lib/dialects/openai/input-items.js'
@@ -45,6 +50,63 @@ const responsesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     await store().put(owner, id, entry).catch((error: unknown) => { log.error({ err: error }, 'storing the response failed') })
   }
 
+  /** A background response's stored events, then the live ones to its end, as readers get them (renumbered). */
+  async function * readFrom (id: string, after: number, signal: AbortSignal): AsyncGenerator<StreamEntry> {
+    for await (const entry of app.stores.streamLog.read(id, after, signal)) yield { ...entry, payload: renumbered(entry) }
+  }
+
+  /** Every stored event of a background response (a store that is down is a 503). */
+  const storedEvents = async (id: string, owner: string): Promise<{ entries: StreamEntry[], finished: boolean } | null> => {
+    const info = await app.stores.streamLog.info(id, owner).catch(streamStoreDown)
+    const durable = app.stores.streamLog.durable
+    if (info === null || durable === undefined) return null
+    return { entries: await durable.range(id, 0, info.lastId).catch(streamStoreDown), finished: info.state === 'finished' }
+  }
+
+  /** A stored response as it is now: a background one not ended yet is read from its events (any replica). */
+  const currentOf = async (owner: string, entry: StoredResponse): Promise<Record<string, unknown>> => {
+    const response = entry.response
+    if (response['background'] !== true || !UNFINISHED.has(String(response['status']))) return response
+    const stored = await storedEvents(String(response['id']), owner)
+    // Its events expired (STREAM_RESUME_TTL_SECONDS): what the store kept.
+    return stored === null ? response : currentResponse(response, stored.entries)
+  }
+
+  /** A background response's run: the 400 naming DURABLE_RUNS when off, and a background response is always stored. */
+  const checkBackground = (body: { background?: boolean | null | undefined, store?: boolean | null | undefined }): boolean => {
+    if (body.background !== true) return false
+    if (!app.config.DURABLE_RUNS || app.stores.streamLog.durable === undefined) {
+      throw invalidRequest('Background responses need DURABLE_RUNS=true on this server.', 'background')
+    }
+    if (body.store === false) throw invalidRequest('Background responses are always stored: background with store false is not supported.', 'background')
+    return true
+  }
+
+  /** How long a cancel waits for the run's owner to write the cancelled ending (a dead owner's is written by the sweep). */
+  const CANCEL_WAIT_MS = 5000
+
+  /** Cancels a background response (DECISIONS 21) and answers its cancelled object; 400 when it is not one or has ended. */
+  async function cancelBackground (owner: string, entry: StoredResponse): Promise<Record<string, unknown>> {
+    const id = String(entry.response['id'])
+    if (entry.response['background'] !== true) throw invalidRequest('Only background responses can be cancelled.', null)
+    const now = await currentOf(owner, entry)
+    const status = String(now['status'])
+    if (status === 'cancelled') return now
+    if (!UNFINISHED.has(status)) throw invalidRequest(cannotCancel(status), null)
+    const info = await app.stores.streamLog.info(id, owner).catch(streamStoreDown)
+    await app.stores.streamLog.cancel(id, owner).catch(streamStoreDown)
+    // Its ending (written by its owner, or at once by the cancel when it has none) carries the cancelled object.
+    const signal = AbortSignal.timeout(CANCEL_WAIT_MS)
+    try {
+      for await (const event of app.stores.streamLog.read(id, info?.lastId ?? 0, signal)) {
+        const response = event.terminal ? responseOf(event.payload) : undefined
+        if (response !== undefined) return response
+      }
+    } catch { /* read below */ }
+    const current = await currentOf(owner, entry)
+    return { ...current, status: 'cancelled' }
+  }
+
   app.post('/responses', {
     bodyLimit: OPENAI_BODY_LIMIT,
     schema: {
@@ -74,13 +136,47 @@ const responsesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       if (chain === null) {
         throw invalidRequest(`Previous response with id '${previousId}' not found.`, 'previous_response_id', 'previous_response_not_found')
       }
+      const head = chain[0]
+      if (head !== undefined && head.response['background'] === true && UNFINISHED.has(String((await currentOf(owner, head))['status']))) {
+        throw invalidRequest(`Previous response with id '${previousId}' has not finished yet: it is a background response still running.`, 'previous_response_id')
+      }
       history = chainTurns(chain)
     }
+    const background = checkBackground(body)
     const plan = planResponse(body, history, { temperature: app.config.MODEL_TEMPERATURE })
     const builder = responseBuilder(plan.echo)
     const inputItems = storedInputItems(body.input, builder.itemId)
     const entryOf = (response: Record<string, unknown>, turns: StoredResponse['turns']): StoredResponse =>
       ({ response, turns: ownTurns(history, turns), previous: previousId, input_items: inputItems })
+    if (background) {
+      const events = responsesEvents({ model: body.model, builder, sourceOf, background: true })
+      const queued = builder.build({ status: 'queued', model: body.model, output: [], usage: null })
+      await store().put(owner, builder.id, entryOf(queued, [])).catch(sessionStoreDown)
+      // It counts as a detached run of its identity (DECISIONS 7, 21): beyond the limit a 429, nothing started.
+      const kept = await app.stores.detachedRuns.detach(owner, builder.id, app.config.MAX_DETACHED_RUNS_PER_IDENTITY).catch(streamStoreDown)
+      if (!kept) {
+        await store().delete(owner, builder.id).catch(() => false)
+        throw new HttpError(429, `Too many background responses running: at most ${app.config.MAX_DETACHED_RUNS_PER_IDENTITY} per identity (MAX_DETACHED_RUNS_PER_IDENTITY).`, { 'retry-after': '5' })
+      }
+      const started = await app.agent.background(request, plan.spec, events.format, {
+        id: builder.id,
+        first: events.lifecycle(),
+        // Stored before the last event, so a client that continues the moment it reads it finds the response.
+        beforeEnd: async (state) => {
+          const response = events.final()
+          if (response !== undefined) await keep(owner, builder.id, entryOf(response, state.turns), request.log)
+        },
+      }).catch(async (error: unknown) => {
+        await app.stores.detachedRuns.attach(owner, builder.id).catch(() => {})
+        await store().delete(owner, builder.id).catch(() => false)
+        throw error
+      })
+      if (!plan.stream) return queued
+      const sse = openSseStream(request, reply, { heartbeatMs: app.config.SSE_HEARTBEAT_SECONDS * 1000, registry: app.streams })
+      const entries = started.producer.followStored?.(0, sse.signal) ?? started.producer.follow(0, sse.signal)
+      await pipeEntries((async function * () { for await (const entry of entries) yield { ...entry, payload: renumbered(entry) } })(), sse)
+      return reply
+    }
     if (plan.stream) {
       const events = responsesEvents({ model: body.model, builder, sourceOf })
       await app.agent.stream(request, reply, plan.spec, events.format, {
@@ -106,15 +202,63 @@ const responsesRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/responses/:id', {
     schema: {
       tags: ['openai'],
-      summary: 'A stored response of the caller',
+      summary: 'A stored response of the caller, or a background response\'s event stream',
+      description: 'A background response not ended yet is answered as it is now (`queued` or `in_progress`, the items finished so far). ' +
+        '`stream=true` (background responses only) sends its events with `sequence_number` greater than `starting_after` (all without it), then the live ones to its end.',
       operationId: 'getV1Response',
       params: IdParams,
-      response: { 200: ResponseObjectSchema, ...readErrors },
+      querystring: Type.Object({
+        stream: Type.Optional(Type.Union([Type.Boolean(), Type.String()])),
+        starting_after: Type.Optional(Type.String({ maxLength: 32 })),
+      }),
+      response: {
+        200: { description: 'The response object, or its event stream', content: { 'application/json': { schema: ResponseObjectSchema }, ...OpenAISseResponse('`event: <type>` + `data: <JSON>` with sequence_number').content } },
+        400: OpenAIErrorSchema,
+        ...readErrors,
+      },
+    },
+  }, async (request, reply) => {
+    const { id } = request.params
+    const stream = request.query.stream === true || request.query.stream === 'true'
+    const rawAfter = request.query.starting_after
+    const after = rawAfter === undefined ? -1 : /^\d{1,15}$/.test(rawAfter) ? Number(rawAfter) : undefined
+    if (after === undefined) throw invalidRequest(`Invalid 'starting_after': expected an integer >= 0, got ${JSON.stringify(rawAfter)}.`, 'starting_after')
+    const entry = await store().get(request.identity, id).catch(sessionStoreDown)
+    if (entry === null) throw notFound(id)
+    if (!stream) return await currentOf(request.identity, entry)
+    if (entry.response['background'] !== true) throw invalidRequest('Only background responses can be streamed again.', 'stream')
+    const info = await app.stores.streamLog.info(id, request.identity).catch(streamStoreDown)
+    const sse = openSseStream(request, reply, { heartbeatMs: app.config.SSE_HEARTBEAT_SECONDS * 1000, registry: app.streams })
+    if (info === null) {
+      // Its events expired: only its last lifecycle event, as stored.
+      const response = await currentOf(request.identity, entry)
+      const status = String(response['status'])
+      const type = status === 'cancelled' ? 'response.incomplete' : `response.${status}`
+      const last: StreamEntry = { id: 0, payload: namedEvent(type, JSON.stringify({ type, sequence_number: after + 1, response })), terminal: true }
+      await pipeEntries((async function * () { yield last })(), sse)
+      return reply
+    }
+    // sequence_number is the entry's id - 1: the events after N start after entry N + 1.
+    await pipeEntries(readFrom(id, after + 1, sse.signal), sse).catch((error: unknown) => { request.log.warn({ err: error }, 'background stream read failed') })
+    return reply
+  })
+
+  app.post('/responses/:id/cancel', {
+    schema: {
+      tags: ['openai'],
+      summary: 'Cancels a background response of the caller',
+      description: 'A queued or in_progress background response stops at once, on whichever replica runs it: 200 with the object `cancelled`. ' +
+        'Already cancelled: 200 unchanged; ended otherwise: 400; not a background response: 400.',
+      operationId: 'cancelV1Response',
+      params: IdParams,
+      response: { 200: ResponseObjectSchema, 400: OpenAIErrorSchema, ...readErrors },
     },
   }, async (request) => {
-    const entry = await store().get(request.identity, request.params.id).catch(sessionStoreDown)
-    if (entry === null) throw notFound(request.params.id)
-    return entry.response
+    const { id } = request.params
+    const owner = request.identity
+    const entry = await store().get(owner, id).catch(sessionStoreDown)
+    if (entry === null) throw notFound(id)
+    return await cancelBackground(owner, entry)
   })
 
   app.get('/responses/:id/input_items', {
@@ -144,6 +288,11 @@ const responsesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       response: { 200: DeletedResponse, ...readErrors },
     },
   }, async (request) => {
+    const entry = await store().get(request.identity, request.params.id).catch(sessionStoreDown)
+    // A background response still running is cancelled, then deleted.
+    if (entry !== null && entry.response['background'] === true && UNFINISHED.has(String((await currentOf(request.identity, entry))['status']))) {
+      await cancelBackground(request.identity, entry)
+    }
     const deleted = await store().delete(request.identity, request.params.id).catch(sessionStoreDown)
     if (!deleted) throw notFound(request.params.id)
     return { id: request.params.id, object: 'response' as const, deleted: true as const }

@@ -10,9 +10,9 @@ export type Item = Record<string, unknown>
  * Item ids of one response: `<prefix><the response id's hex>_<n>`, so an item id alone finds the response that
  * holds it (an `item_reference` needs no index of its own, on any replica, and expires with its response).
  */
-export function itemIdsOf (responseId: string): (prefix: string) => string {
+export function itemIdsOf (responseId: string, first = 0): (prefix: string) => string {
   const hex = responseId.slice('resp_'.length)
-  let next = 0
+  let next = first
   return (prefix) => `${prefix}${hex}_${next++}`
 }
 

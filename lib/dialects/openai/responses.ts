@@ -113,7 +113,6 @@ function pushServerToolRun (turns: ChatTurn[], item: Item, param: string): void 
 
 /** Checks a request and plans its run over `history` (the previous response's conversation, or none). */
 export function planResponse (body: ResponsesRequest, history: readonly ChatTurn[], defaults: { temperature: number }): ResponsesPlan {
-  if (body.background === true) throw invalidRequest('Background responses are not supported.', 'background')
   if (body.conversation !== undefined && body.conversation !== null) throw invalidRequest('Conversations are not supported: use previous_response_id.', 'conversation')
   if (body.prompt !== undefined && body.prompt !== null) throw invalidRequest('Prompt templates are not supported.', 'prompt')
   if (Array.isArray(body.input) ? body.input.length === 0 : body.input === '') {
@@ -159,6 +158,7 @@ export function planResponse (body: ResponsesRequest, history: readonly ChatTurn
       text: { format: formatEcho(format) },
       truncation: 'disabled',
       user: body.user ?? null,
+      background: body.background === true,
     },
   }
 }
@@ -252,7 +252,7 @@ export function outputItems (state: RunState, sourceOf: ToolSourceOf, nextId: (p
 
 /** A response object's parts known once the run is over. */
 export interface ResponseEnding {
-  status: 'completed' | 'incomplete' | 'failed' | 'in_progress'
+  status: 'completed' | 'incomplete' | 'failed' | 'in_progress' | 'queued' | 'cancelled'
   model: string
   output: Item[]
   usage: Usage | null
@@ -282,6 +282,28 @@ export function responseBuilder (echo: Record<string, unknown>) {
   }
 }
 
+/**
+ * The builder of a background response taken over by another process (DECISIONS 21): the id, creation time and
+ * echoed fields of `created` (its stored `response.created` object); item ids continue in a range of their own per attempt.
+ */
+export function builderOf (created: Record<string, unknown>, attempt: number) {
+  const id = String(created['id'])
+  const { status: _s, model: _m, output: _o, usage: _u, error: _e, incomplete_details: _i, ...fixed } = created
+  return {
+    id,
+    itemId: itemIdsOf(id, (attempt - 1) * 1_000_000),
+    build: (ending: ResponseEnding): Record<string, unknown> => ({
+      ...fixed,
+      status: ending.status,
+      model: ending.model,
+      output: ending.output,
+      usage: ending.usage === null ? null : responsesUsage(ending.usage),
+      error: ending.error ?? null,
+      incomplete_details: ending.status === 'incomplete' ? { reason: 'max_output_tokens' } : null,
+    }),
+  }
+}
+
 /** The status a finished run's response has. */
 export function finishedStatus (stopReason: string | null): 'completed' | 'incomplete' {
   return stoppedAtLimit(stopReason) ? 'incomplete' : 'completed'
@@ -292,8 +314,17 @@ export function finishedStatus (stopReason: string | null): 'completed' | 'incom
  * lifecycle start, each output item added, filled and done in order, then `response.completed` (or
  * `.incomplete`, or `.failed` after an error). `final()` is the response the last event carried.
  */
-export function responsesEvents (options: { model: string, builder: ReturnType<typeof responseBuilder>, sourceOf: ToolSourceOf }) {
+export function responsesEvents (options: {
+  model: string,
+  builder: ReturnType<typeof responseBuilder>,
+  sourceOf: ToolSourceOf
+  /** A background response (DECISIONS 21): `lifecycle()` is sent before the run, the run's first event is `response.in_progress`, a cancel ends it `cancelled`. */
+  background?: boolean
+  /** A background response taken over (DECISIONS 21): the events its former owners stored, to go on from. */
+  resumeFrom?: ReadonlyArray<Record<string, unknown>>
+}) {
   const { builder, sourceOf } = options
+  const background = options.background === true
   let sequence = 0
   let started = false
   const output: Item[] = []
@@ -301,6 +332,41 @@ export function responsesEvents (options: { model: string, builder: ReturnType<t
   const calls = new Map<string, number>()
   let final: Record<string, unknown> | undefined
 
+  /** mcp_call items a former owner had started and not finished, by tool name (their call ids were its own). */
+  const orphanCalls: Array<{ index: number, name: string }> = []
+  for (const event of options.resumeFrom ?? []) seed(event)
+  function seed (event: Record<string, unknown>): void {
+    sequence++
+    const type = event['type']
+    if (type === 'response.in_progress') started = true
+    const index = typeof event['output_index'] === 'number' ? event['output_index'] : -1
+    const item = event['item'] as Item | undefined
+    if (type === 'response.output_item.added' && item !== undefined) {
+      output[index] = item
+      if (item['type'] === 'message' && item['status'] === 'in_progress') message = { index, id: String(item['id']), text: '' }
+      if (item['type'] === 'mcp_call') orphanCalls.push({ index, name: String(item['name']) })
+    }
+    if (type === 'response.output_text.delta' && message?.index === index) message.text += String(event['delta'])
+    if (type === 'response.output_item.done' && item !== undefined) {
+      output[index] = item
+      if (message?.index === index) message = undefined
+      const orphan = orphanCalls.findIndex((call) => call.index === index)
+      if (orphan !== -1) orphanCalls.splice(orphan, 1)
+    }
+  }
+  /** An interrupted model call's message, closed `incomplete` (its text stays; the next call writes a new item). */
+  const closeInterrupted = (): string[] => {
+    if (message === undefined) return []
+    const { index, id, text } = message
+    message = undefined
+    const item = messageItem(id, text, 'incomplete')
+    output[index] = item
+    return [
+      emit('response.output_text.done', { item_id: id, output_index: index, content_index: 0, text, logprobs: [] }),
+      emit('response.content_part.done', { item_id: id, output_index: index, content_index: 0, part: { type: 'output_text', text, annotations: [] } }),
+      emit('response.output_item.done', { output_index: index, item }),
+    ]
+  }
   const emit = (type: string, fields: Record<string, unknown>): string =>
     namedEvent(type, JSON.stringify({ type, sequence_number: sequence++, ...fields }))
   /** The lifecycle start before the first event of the stream (numbered first), else nothing. */
@@ -308,7 +374,36 @@ export function responsesEvents (options: { model: string, builder: ReturnType<t
     if (started) return []
     started = true
     const response = builder.build({ status: 'in_progress', model: options.model, output: [], usage: null })
+    if (background) return [emit('response.in_progress', { response })]
     return [emit('response.created', { response }), emit('response.in_progress', { response })]
+  }
+  /** A background response's first events, sent at its create: `response.created` and `response.queued`. */
+  const lifecycle = (): string[] => {
+    const response = builder.build({ status: 'queued', model: options.model, output: [], usage: null })
+    return [emit('response.created', { response }), emit('response.queued', { response })]
+  }
+  /** A cancelled background response: its open items closed `incomplete`, then `response.incomplete` with the cancelled object. */
+  const cancelled = (usage: UsageReport | null): string[] => {
+    const payloads: string[] = []
+    if (message !== undefined) {
+      const { index, id, text } = message
+      message = undefined
+      const item = messageItem(id, text, 'incomplete')
+      output[index] = item
+      payloads.push(
+        emit('response.output_text.done', { item_id: id, output_index: index, content_index: 0, text, logprobs: [] }),
+        emit('response.content_part.done', { item_id: id, output_index: index, content_index: 0, part: { type: 'output_text', text, annotations: [] } }),
+        emit('response.output_item.done', { output_index: index, item })
+      )
+    }
+    for (const index of calls.values()) {
+      const item = output[index]
+      if (item === undefined || item['status'] !== 'in_progress') continue
+      output[index] = { ...item, status: 'incomplete' }
+      payloads.push(emit('response.output_item.done', { output_index: index, item: output[index] }))
+    }
+    final = builder.build({ status: 'cancelled', model: usage?.model ?? options.model, output: [...output], usage })
+    return [...payloads, emit('response.incomplete', { response: final })]
   }
   const closeMessage = (payloads: string[]): string[] => {
     if (message === undefined) return payloads
@@ -362,8 +457,11 @@ export function responsesEvents (options: { model: string, builder: ReturnType<t
         return payloads
       }
       case 'tool_result': {
+        // A call started by a former owner (interrupted, or a retry-safe rerun): its item by the tool's name.
+        const orphan = calls.has(event.callId) ? -1 : orphanCalls.findIndex((call) => call.name === mcpIdentity(event.data.tool, sourceOf).name)
+        if (orphan !== -1) calls.set(event.callId, orphanCalls.splice(orphan, 1)[0]?.index ?? -1)
         const index = calls.get(event.callId)
-        if (index === undefined) return null
+        if (index === undefined || output[index] === undefined) return null
         const item: Item = {
           ...output[index],
           output: event.isError ? null : event.output,
@@ -375,7 +473,8 @@ export function responsesEvents (options: { model: string, builder: ReturnType<t
       }
       case 'step_start':
       case 'step_finish': {
-        const payloads = closeMessage([])
+        // A background response is in_progress from its first step on.
+        const payloads = closeMessage(background ? opening() : [])
         return payloads.length === 0 ? null : payloads
       }
       case 'refusal': {
@@ -396,10 +495,14 @@ export function responsesEvents (options: { model: string, builder: ReturnType<t
         return payloads
       }
       case 'output': return null
-      // Responses never pause for approval (nothing resumes), and background responses are not durable yet.
+      // Responses never pause for approval (nothing resumes).
       case 'resumed':
-      case 'recovered':
         return null
+      // Taken over: what the dead owner left open is closed first (no marker in this layout).
+      case 'recovered': {
+        const payloads = closeInterrupted()
+        return payloads.length === 0 ? null : payloads
+      }
     }
   }
   /** Ends the stream after `payloads` (which begin with the opening when the stream had none). */
@@ -437,9 +540,17 @@ export function responsesEvents (options: { model: string, builder: ReturnType<t
       }
       return finish(finishedStatus(finishReason), usage, payloads)
     },
-    error: (text, usage) => failed(text, usage),
+    error: (text, usage) => background && text === 'Cancelled' ? cancelled(usage) : failed(text, usage),
     // Not resumable: never replayed from a stream log; a lone failure event all the same.
-    terminalError: (text) => namedEvent('error', JSON.stringify({ type: 'error', code: 'server_error', message: text, param: null, sequence_number: 0 })),
+    // A background response's log keeps these for a run ended without its owner (a cancel, a lost run); readers renumber them.
+    terminalError: (text) => {
+      if (!background) return namedEvent('error', JSON.stringify({ type: 'error', code: 'server_error', message: text, param: null, sequence_number: 0 }))
+      const ended = text === 'Cancelled'
+        ? builder.build({ status: 'cancelled', model: options.model, output: [], usage: null })
+        : builder.build({ status: 'failed', model: options.model, output: [], usage: null, error: { code: 'server_error', message: text } })
+      const type = ended['status'] === 'cancelled' ? 'response.incomplete' : 'response.failed'
+      return namedEvent(type, JSON.stringify({ type, sequence_number: 0, response: ended }))
+    },
   }
-  return { format, final: () => final }
+  return { format: background ? { ...format, opening: 'at-once' as const } : format, final: () => final, lifecycle }
 }
