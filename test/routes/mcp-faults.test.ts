@@ -106,7 +106,7 @@ test('the service entry point prints that one line and exits 1', async (t) => {
   child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString() })
   const [code] = await once(child, 'exit') as [number | null]
   t.equal(code, 1)
-  t.equal(stderr.trim(), 'Invalid MCP_CONFIG_FILE: server "nowhere" needs a "command" (stdio) or a "url" (Streamable HTTP)')
+  t.equal(stderr.trim(), 'Invalid configuration: MCP_CONFIG_FILE: server "nowhere" needs a "command" (stdio) or a "url" (Streamable HTTP)')
 })
 
 test('shutdown ends every child, also one that ignores the close', async (t) => {
