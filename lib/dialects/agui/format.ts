@@ -75,6 +75,8 @@ export function createAguiStream (options: AguiStreamOptions): StreamFormat {
   let ended = false
   /** The open text message of the current model call. */
   let textId: string | undefined
+  /** `TEXT_MESSAGE_CONTENT`'s JSON up to its delta while a text message is open (what JSON.stringify writes). */
+  let contentPrefix: string | undefined
   /** The parent of the current model call's tool calls: its text message, or one id of its own. */
   let parentId: string | undefined
   /** A model call was made in this run (its pending calls are this run's to announce). */
@@ -114,6 +116,7 @@ export function createAguiStream (options: AguiStreamOptions): StreamFormat {
   }
 
   function endText (out: string[]): void {
+    contentPrefix = undefined
     if (textId === undefined) return
     out.push(event({ type: 'TEXT_MESSAGE_END', messageId: textId }))
     textId = undefined
@@ -160,6 +163,10 @@ export function createAguiStream (options: AguiStreamOptions): StreamFormat {
     name: 'agui',
     continuationOpensAtOnce: true,
     event (agentEvent: AgentEvent) {
+      // The hot path, a text delta of an open message: one string, no array, the constant part written once.
+      if (agentEvent.type === 'token' && contentPrefix !== undefined && answersSent) {
+        return agentEvent.data === '' ? null : contentPrefix + JSON.stringify(agentEvent.data) + '}'
+      }
       const out: string[] = []
       begin(out)
       if (agentEvent.type === 'resumed') {
@@ -188,6 +195,7 @@ export function createAguiStream (options: AguiStreamOptions): StreamFormat {
             textId = newId()
             parentId = textId
             out.push(event({ type: 'TEXT_MESSAGE_START', messageId: textId, role: 'assistant' }))
+            contentPrefix = `{"type":"TEXT_MESSAGE_CONTENT","messageId":${JSON.stringify(textId)},"delta":`
           }
           out.push(event({ type: 'TEXT_MESSAGE_CONTENT', messageId: textId, delta: agentEvent.data }))
           break
