@@ -4,8 +4,7 @@ import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { Worker } from 'node:worker_threads'
 import type { OutputFormat } from '../domain/output-format.js'
-import { isRecord } from '../domain/records.js'
-import { answerText, type AnswerCheck } from './json-answer.js'
+import { checkAnswer, type AnswerCheck } from './json-answer.js'
 
 /** The worker's file beside this module (`.js` built or bundled; `.ts` when the sources run as they are, in tests). */
 function workerFile (): URL {
@@ -47,16 +46,8 @@ function started (): Worker {
  * per schema there). Resolves with the JSON text alone and its value, or the problems.
  */
 export async function checkAnswerOffLoop (raw: string, format: OutputFormat): Promise<AnswerCheck> {
-  if (format.type === 'json_object') {
-    const text = answerText(raw)
-    let value: unknown
-    try {
-      value = JSON.parse(text)
-    } catch {
-      return { ok: false, problems: ['not valid JSON'] }
-    }
-    return isRecord(value) ? { ok: true, text, value } : { ok: false, problems: ['"" must be a JSON object'] }
-  }
+  // No schema to run: a parse, on the loop (checkAnswer does it without compiling anything).
+  if (format.type === 'json_object') return checkAnswer(raw, format)
   const thread = started()
   thread.ref()
   const id = nextId++

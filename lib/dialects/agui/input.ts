@@ -1,5 +1,6 @@
 // AG-UI RunAgentInput to a run (README "AG-UI"): the conversation as Messages API turns, the system prompt with the
 // context, the frontend tools, the model, and the resume entries as approval answers.
+import { appendTurn } from '../../domain/turns.js'
 import type { ApprovalAnswer } from '../../agent/approvals.js'
 import type { ChatTurn, ContentBlock, ImageBlock, ToolResultBlock, ToolSpec, ToolUseBlock } from '../../domain/types.js'
 import { parseImage } from '../../input/images.js'
@@ -160,19 +161,7 @@ export function readAguiInput (body: AguiRunInputBody, limits: AguiLimits, optio
 
   // Second pass: the turns, in order; each assistant message's calls followed by their results.
   const turns: ChatTurn[] = []
-  const push = (role: 'user' | 'assistant', content: ContentBlock[]) => {
-    if (content.length === 0) return
-    const last = turns.at(-1)
-    if (last !== undefined && last.role === role && typeof last.content !== 'string') {
-      // Tool results lead the user turn that answers the calls.
-      last.content = role === 'user'
-        ? [...last.content.filter((b) => b.type === 'tool_result'), ...content.filter((b) => b.type === 'tool_result'),
-            ...last.content.filter((b) => b.type !== 'tool_result'), ...content.filter((b) => b.type !== 'tool_result')]
-        : [...last.content, ...content]
-    } else {
-      turns.push({ role, content })
-    }
-  }
+  const push = (role: 'user' | 'assistant', content: ContentBlock[]) => { appendTurn(turns, role, content) }
   for (const [m, message] of body.messages.entries()) {
     const loc: Loc = ['body', 'messages', m]
     switch (message.role) {

@@ -1,4 +1,5 @@
 // AI SDK UI messages to model turns (README "Chat UIs"): text, images, earlier tool calls with their results.
+import { appendTurn } from '../../domain/turns.js'
 import { parseImage } from '../../input/images.js'
 import type { ChatTurn, ContentBlock, ImageBlock, ToolResultBlock, ToolUseBlock } from '../../domain/types.js'
 import { jsonFieldIssue as boundedJsonIssue } from '../../input/json-bounds.js'
@@ -86,19 +87,7 @@ export function uiMessagesToTurns (messages: readonly UiMessageInput[], limits: 
   let chars = 0
 
   const ignore = (type: string) => { ignored[type] = (ignored[type] ?? 0) + 1 }
-  const push = (role: 'user' | 'assistant', content: ContentBlock[]) => {
-    if (content.length === 0) return
-    const last = turns.at(-1)
-    if (last !== undefined && last.role === role && typeof last.content !== 'string') {
-      // Tool results must lead the user turn that answers the calls.
-      last.content = role === 'user'
-        ? [...last.content.filter((b) => b.type === 'tool_result'), ...content.filter((b) => b.type === 'tool_result'),
-            ...last.content.filter((b) => b.type !== 'tool_result'), ...content.filter((b) => b.type !== 'tool_result')]
-        : [...last.content, ...content]
-    } else {
-      turns.push({ role, content })
-    }
-  }
+  const push = (role: 'user' | 'assistant', content: ContentBlock[]) => { appendTurn(turns, role, content) }
 
   for (const [m, message] of messages.entries()) {
     const loc = (p: number, field?: string) => ['body', 'messages', m, 'parts', p, ...(field ? [field] : [])]
