@@ -271,14 +271,21 @@ export function responseBuilder (echo: Record<string, unknown>) {
       id,
       object: 'response',
       created_at: createdAt,
-      status: ending.status,
-      model: ending.model,
-      output: ending.output,
-      usage: ending.usage === null ? null : responsesUsage(ending.usage),
-      error: ending.error ?? null,
-      incomplete_details: ending.status === 'incomplete' ? { reason: 'max_output_tokens' } : null,
+      ...endingFields(ending),
       ...echo,
     }),
+  }
+}
+
+/** The fields of a Response object that its ending decides. */
+function endingFields (ending: ResponseEnding): Record<string, unknown> {
+  return {
+    status: ending.status,
+    model: ending.model,
+    output: ending.output,
+    usage: ending.usage === null ? null : responsesUsage(ending.usage),
+    error: ending.error ?? null,
+    incomplete_details: ending.status === 'incomplete' ? { reason: 'max_output_tokens' } : null,
   }
 }
 
@@ -294,12 +301,7 @@ export function builderOf (created: Record<string, unknown>, attempt: number) {
     itemId: itemIdsOf(id, (attempt - 1) * 1_000_000),
     build: (ending: ResponseEnding): Record<string, unknown> => ({
       ...fixed,
-      status: ending.status,
-      model: ending.model,
-      output: ending.output,
-      usage: ending.usage === null ? null : responsesUsage(ending.usage),
-      error: ending.error ?? null,
-      incomplete_details: ending.status === 'incomplete' ? { reason: 'max_output_tokens' } : null,
+      ...endingFields(ending),
     }),
   }
 }
