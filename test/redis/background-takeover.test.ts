@@ -1,12 +1,9 @@
 // Background responses (DECISIONS 21) whose owner dies (kill -9): another replica continues the response, the
 // interrupted message item closed `incomplete`, an interrupted mcp_call `failed` with the interrupted text, and the
 // sequence numbers without a gap over the whole life. Real processes (test/fixtures/durable-server.ts), one Redis, the openai SDK.
-import { spawn, type ChildProcess } from 'node:child_process'
-import { once } from 'node:events'
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import tap, { test, type Test } from 'tap'
 import OpenAI from 'openai'
 import { INTERRUPTED_TOOL_TEXT } from '../../lib/agent/run.js'
@@ -14,35 +11,18 @@ import { startFakeAnthropic } from '../fake-anthropic/server.js'
 import { ROOMY_LIMITS } from '../helpers/agent.js'
 import { fakeEnv } from '../helpers/fake-app.js'
 import { requireRedis } from '../helpers/redis.js'
+import { kill, startReplica as startServer, type Replica as ServerReplica } from '../helpers/durable-replicas.js'
 
 tap.setTimeout(600_000)
 
-const fixture = fileURLToPath(new URL('../fixtures/durable-server.ts', import.meta.url))
 const MODEL = 'claude-sonnet-5-5'
 
-interface Replica { child: ChildProcess, client: OpenAI }
+interface Replica extends ServerReplica { client: OpenAI }
 
+/** A replica with an `openai` client pointed at its `/v1`. */
 async function startReplica (t: Test, env: Record<string, string>): Promise<Replica> {
-  const child = spawn(process.execPath, [...process.execArgv, fixture], {
-    env: { ...process.env, TS_NODE_TRANSPILE_ONLY: '1', ...env }, stdio: ['ignore', 'pipe', 'inherit'],
-  })
-  t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
-  let output = ''
-  const port = await new Promise<number>((resolve, reject) => {
-    child.stdout?.on('data', (chunk: Buffer) => {
-      output += chunk.toString()
-      const match = /listening (\d+)/.exec(output)
-      if (match) resolve(Number(match[1]))
-    })
-    child.once('exit', (code) => reject(new Error(`replica exited early with ${code}`)))
-  })
-  return { child, client: new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: 'sk-any', maxRetries: 0 }) }
-}
-
-async function kill (replica: Replica): Promise<void> {
-  const exited = once(replica.child, 'exit')
-  replica.child.kill('SIGKILL')
-  await exited
+  const replica = await startServer(t, env)
+  return { ...replica, client: new OpenAI({ baseURL: `${replica.base}/v1`, apiKey: 'sk-any', maxRetries: 0 }) }
 }
 
 interface Event { type: string, sequence_number: number, output_index?: number, item?: Record<string, unknown>, response?: Record<string, unknown> }

@@ -1,48 +1,20 @@
 // Durable runs (DECISIONS 21) with real processes on one Redis: the owner of a resumable agent stream is killed
 // (kill -9) during a tool call or a model call, or stopped (SIGSTOP) past its lease; another replica continues the
 // run from its last checkpoint and the reader sees one continuous stream.
-import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import tap, { test, type Test } from 'tap'
 import { INTERRUPTED_TOOL_TEXT } from '../../lib/agent/run.js'
 import { startFakeAnthropic, type FakeAnthropic } from '../fake-anthropic/server.js'
 import { ROOMY_LIMITS } from '../helpers/agent.js'
 import { fakeEnv } from '../helpers/fake-app.js'
 import { requireRedis, requireRedisCluster } from '../helpers/redis.js'
+import { kill, startReplica, type Replica } from '../helpers/durable-replicas.js'
 
 // Several TypeScript child processes start one after the other: slow on a loaded machine.
 tap.setTimeout(900_000)
-
-const fixture = fileURLToPath(new URL('../fixtures/durable-server.ts', import.meta.url))
-
-interface Replica { child: ChildProcess, base: string }
-
-async function startReplica (t: Test, env: Record<string, string>): Promise<Replica> {
-  const child = spawn(process.execPath, [...process.execArgv, fixture], {
-    env: { ...process.env, TS_NODE_TRANSPILE_ONLY: '1', ...env }, stdio: ['ignore', 'pipe', 'inherit'],
-  })
-  t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
-  let output = ''
-  const port = await new Promise<number>((resolve, reject) => {
-    child.stdout?.on('data', (chunk: Buffer) => {
-      output += chunk.toString()
-      const match = /listening (\d+)/.exec(output)
-      if (match) resolve(Number(match[1]))
-    })
-    child.once('exit', (code) => reject(new Error(`replica exited early with ${code}`)))
-  })
-  return { child, base: `http://127.0.0.1:${port}` }
-}
-
-async function kill (replica: Replica): Promise<void> {
-  const exited = once(replica.child, 'exit')
-  replica.child.kill('SIGKILL')
-  await exited
-}
 
 interface Event { id: number, type: string, data: unknown }
 
