@@ -43,13 +43,19 @@ export function holdKeptRun (claim: KeptRunClaim): KeptRunHold {
 
   function renewEvery (log: HoldLogger): void {
     if (renewing !== undefined || hold.leaseMs === 0) return
+    // One warning per outage, not one per renewal.
+    let failing = false
     renewing = setInterval(() => {
       if (stored === undefined) return
       store.renew(owner, stored, hold).then((own) => {
+        failing = false
         if (own) return
         stopRenewing()
         log.warn({}, 'kept run held by another continuation: lease not renewed')
-      }, (error: unknown) => { log.warn({ err: error }, 'kept run\'s lease not renewed') })
+      }, (error: unknown) => {
+        if (!failing) log.warn({ err: error }, 'kept run\'s lease not renewed')
+        failing = true
+      })
     }, hold.leaseMs / 3)
     renewing.unref()
   }

@@ -1,9 +1,6 @@
 // The same continuation sent again after the process running it died (DECISIONS 18, 2026-11-28): two real replicas on
 // one Redis; the replica running a continuation is killed (kill -9) and the same continuation goes to the other one.
 // Its `kept` mark is leased (RUN_LEASE_SECONDS) and renewed while it runs: 409 while it lives, claimable (once) after.
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Redis } from 'ioredis'
 import tap, { test, type Test } from 'tap'
@@ -11,7 +8,7 @@ import { INTERRUPTED_TOOL_TEXT } from '../../lib/agent/run.js'
 import { startFakeAnthropic, type FakeAnthropic } from '../fake-anthropic/server.js'
 import { ROOMY_LIMITS, eventShape, readAgentEvents, upstreamMessages, type AgentEventJson } from '../helpers/agent.js'
 import type { PendingApprovalJson } from '../helpers/approval.js'
-import { kill, startReplica, type Replica } from '../helpers/durable-replicas.js'
+import { kill, runCounter, startReplica, type Replica } from '../helpers/durable-replicas.js'
 import { fakeEnv, postJson } from '../helpers/fake-app.js'
 import { listKeys, requireRedis } from '../helpers/redis.js'
 import { sseEvents } from '../helpers/sse-client.js'
@@ -29,16 +26,13 @@ async function twoReplicas (t: Test): Promise<Cluster | null> {
   if (env === null) return null
   const fake = await startFakeAnthropic()
   t.teardown(() => fake.close())
-  const dir = mkdtempSync(join(tmpdir(), 'kept-lease-'))
-  t.teardown(() => { rmSync(dir, { recursive: true, force: true }) })
-  const countFile = join(dir, 'runs.log')
+  const { countFile, runs } = runCounter(t)
   const replicaEnv = {
     ...fakeEnv(fake.url), ...ROOMY_LIMITS, LOG_LEVEL: 'warn', REDIS_URL: env.url, REDIS_PREFIX: env.prefix, COUNT_FILE: countFile,
     TOOL_APPROVAL_REQUIRED: 'work__*,safe__*', TOOL_RETRY_SAFE: 'safe__*', RUN_LEASE_SECONDS: '2', SSE_HEARTBEAT_SECONDS: '0.2',
   }
   const [a, b] = await Promise.all([startReplica(t, replicaEnv), startReplica(t, replicaEnv)])
-  const lines = (): string[] => existsSync(countFile) ? readFileSync(countFile, 'utf8').split('\n') : []
-  return { fake, redis: await env.connect(), prefix: env.prefix, a, b, runs: (tool) => lines().filter((line) => line.startsWith(`${tool} `)).length }
+  return { fake, redis: await env.connect(), prefix: env.prefix, a, b, runs }
 }
 
 /** Pauses a run on `replica` at the model's calls of `tools`; the approvals' ids. */
