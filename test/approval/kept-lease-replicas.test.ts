@@ -28,8 +28,16 @@ async function twoReplicas (t: Test): Promise<Cluster | null> {
   t.teardown(() => fake.close())
   const { countFile, runs } = runCounter(t)
   const replicaEnv = {
-    ...fakeEnv(fake.url), ...ROOMY_LIMITS, LOG_LEVEL: 'warn', REDIS_URL: env.url, REDIS_PREFIX: env.prefix, COUNT_FILE: countFile,
-    TOOL_APPROVAL_REQUIRED: 'work__*,safe__*', TOOL_RETRY_SAFE: 'safe__*', RUN_LEASE_SECONDS: '2', SSE_HEARTBEAT_SECONDS: '0.2',
+    ...fakeEnv(fake.url),
+    ...ROOMY_LIMITS,
+    LOG_LEVEL: 'warn',
+    REDIS_URL: env.url,
+    REDIS_PREFIX: env.prefix,
+    COUNT_FILE: countFile,
+    TOOL_APPROVAL_REQUIRED: 'work__*,safe__*',
+    TOOL_RETRY_SAFE: 'safe__*',
+    RUN_LEASE_SECONDS: '2',
+    SSE_HEARTBEAT_SECONDS: '0.2',
   }
   const [a, b] = await Promise.all([startReplica(t, replicaEnv), startReplica(t, replicaEnv)])
   return { fake, redis: await env.connect(), prefix: env.prefix, a, b, runs }
