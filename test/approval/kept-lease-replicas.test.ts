@@ -17,6 +17,8 @@ import { sseEvents } from '../helpers/sse-client.js'
 tap.setTimeout(600_000)
 
 const PATH = '/api/v1/agent/stream'
+/** Both kinds of the fixture's tools wait for a person; `safe__*` may run again; a short lease. */
+const GATED = { LOG_LEVEL: 'warn', TOOL_APPROVAL_REQUIRED: 'work__*,safe__*', TOOL_RETRY_SAFE: 'safe__*', RUN_LEASE_SECONDS: '2', SSE_HEARTBEAT_SECONDS: '0.2' }
 
 interface Cluster { fake: FakeAnthropic, redis: Redis, prefix: string, a: Replica, b: Replica, runs: (tool: string) => number }
 
@@ -27,18 +29,7 @@ async function twoReplicas (t: Test): Promise<Cluster | null> {
   const fake = await startFakeAnthropic()
   t.teardown(() => fake.close())
   const { countFile, runs } = runCounter(t)
-  const replicaEnv = {
-    ...fakeEnv(fake.url),
-    ...ROOMY_LIMITS,
-    LOG_LEVEL: 'warn',
-    REDIS_URL: env.url,
-    REDIS_PREFIX: env.prefix,
-    COUNT_FILE: countFile,
-    TOOL_APPROVAL_REQUIRED: 'work__*,safe__*',
-    TOOL_RETRY_SAFE: 'safe__*',
-    RUN_LEASE_SECONDS: '2',
-    SSE_HEARTBEAT_SECONDS: '0.2',
-  }
+  const replicaEnv = { ...fakeEnv(fake.url), ...ROOMY_LIMITS, ...GATED, REDIS_URL: env.url, REDIS_PREFIX: env.prefix, COUNT_FILE: countFile }
   const [a, b] = await Promise.all([startReplica(t, replicaEnv), startReplica(t, replicaEnv)])
   return { fake, redis: await env.connect(), prefix: env.prefix, a, b, runs }
 }
