@@ -1,7 +1,7 @@
 // The markdown table (figures, ratios against the references, budget lines) and the budget verdicts.
 
 const fmt = (value, digits = 0) => {
-  if (value === undefined || value === null || Number.isNaN(value)) return '–'
+  if (value === undefined || value === null || !Number.isFinite(Number(value))) return '–'
   return Number(value).toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })
 }
 const mb = (bytes) => fmt(bytes / 1048576, 0)
