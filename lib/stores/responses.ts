@@ -175,7 +175,7 @@ export function createRedisResponseStore (redis: RedisConnection, options: { pre
       const json = JSON.stringify(entry)
       await state?.admit(owner, 'response', id, storedBytes(json))
       // XX: only while it is kept; KEEPTTL: it still expires SESSION_TTL_SECONDS after its creation.
-      const replaced = await redis.set(key(owner, id), json, 'XX', 'KEEPTTL') === 'OK'
+      const replaced = await redis.set(key(owner, id), json, 'KEEPTTL', 'XX') === 'OK'
       if (!replaced) await state?.release(owner, 'response', id)
       return replaced
     },

@@ -13,7 +13,7 @@ tap.setTimeout(600_000)
 const MODEL = 'claude-sonnet-5-5'
 
 /** Longer than a takeover takes (lease 2 s, sweeps every 1 s), short enough to wait for. */
-const LOG_TTL_SECONDS = '6'
+const LOG_TTL_SECONDS = '10'
 
 async function setup (t: Test, extra: Record<string, string> = {}): Promise<{ redis: RedisTestEnv, fake: FakeAnthropic, env: Record<string, string> } | null> {
   const redis = await requireRedis(t)
