@@ -2,6 +2,7 @@
 // response, are 503 `api_error` with Retry-After (the SDKs retry them); once Redis is back they work again. A run
 // whose owner lives through the outage goes on for its live client and is stored once Redis is back, not taken over;
 // one whose owner dies in it ends as lost once Redis is back (it is not durable meanwhile), never continued.
+import { setTimeout as sleep } from 'node:timers/promises'
 import tap, { test, type Test } from 'tap'
 import OpenAI from 'openai'
 import { startFakeAnthropic, type FakeAnthropic } from '../fake-anthropic/server.js'
@@ -48,6 +49,8 @@ test('Redis down: background create, GET, stream and cancel are 503 with Retry-A
   t.equal(fake.requests.length, 1, 'no model call was made for the refused create')
 
   await server.start()
+  // The app's connection comes back on its own (reconnect backoff): /ready says when.
+  while ((await fetch(`${base}/ready`)).status !== 200) await sleep(100)
   fake.enqueue({ kind: 'text', text: 'After the outage.' })
   const back = await client.responses.create({ model: MODEL, input: 'again', background: true })
   t.equal(back.status, 'queued')
