@@ -307,7 +307,8 @@ const responsesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const entry = await store().get(request.identity, request.params.id).catch(sessionStoreDown)
     // A background response still running is cancelled, then deleted.
     if (entry !== null && entry.response['background'] === true && UNFINISHED.has(String((await currentOf(request.identity, entry))['status']))) {
-      await cancelBackground(request.identity, entry)
+      // Ended meanwhile (its cancel is a 400): deleted all the same.
+      await cancelBackground(request.identity, entry).catch((error: unknown) => { if (!(error instanceof OpenAIError && error.statusCode === 400)) throw error })
     }
     const deleted = await store().delete(request.identity, request.params.id).catch(sessionStoreDown)
     if (!deleted) throw notFound(request.params.id)
