@@ -66,7 +66,16 @@ function createAgent (app: FastifyInstance) {
     },
     // Tool approval is off (no store calls, every route as before) unless TOOL_APPROVAL_REQUIRED names a tool.
     ...(config.approvalPatterns.length === 0 ? {} : { needsApproval }),
-    approvals: config.approvalPatterns.length === 0 ? undefined : { store: app.stores.runs, ttlSeconds: config.TOOL_APPROVAL_TTL_SECONDS },
+    approvals: config.approvalPatterns.length === 0
+      ? undefined
+      : {
+          store: app.stores.runs,
+          ttlSeconds: config.TOOL_APPROVAL_TTL_SECONDS,
+          // A continuation's process that died frees the same continuation once its lease lapsed (README "Tool approval").
+          leaseSeconds: config.RUN_LEASE_SECONDS,
+          retrySafe: approvalMatcher(config.retrySafePatterns),
+          interrupted: (tool: string) => { app.metrics.toolCalls.inc({ tool, outcome: 'interrupted' }) },
+        },
   })
 
   /** Sends the headers the run's hooks add (budget token headers): after the first call's reservation or the settlement, they count it. */

@@ -1,6 +1,9 @@
 // Replicas for the durable-run tests: real server processes (test/fixtures/durable-server.ts) sharing one Redis.
 import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const fixture = fileURLToPath(new URL('../fixtures/durable-server.ts', import.meta.url))
@@ -47,4 +50,13 @@ export async function kill (replica: Replica): Promise<void> {
   const exited = once(replica.child, 'exit')
   replica.child.kill('SIGKILL')
   await exited
+}
+
+/** A COUNT_FILE for the replicas' tools in a directory of its own (removed at teardown), and how often `tool` ran. */
+export function runCounter (t: { teardown: (fn: () => unknown) => void }): { countFile: string, runs: (tool: string) => number } {
+  const dir = mkdtempSync(join(tmpdir(), 'replica-runs-'))
+  t.teardown(() => { rmSync(dir, { recursive: true, force: true }) })
+  const countFile = join(dir, 'runs.log')
+  const lines = (): string[] => existsSync(countFile) ? readFileSync(countFile, 'utf8').split('\n') : []
+  return { countFile, runs: (tool) => lines().filter((line) => line.startsWith(`${tool} `)).length }
 }
