@@ -8,7 +8,12 @@ import { fileURLToPath } from 'node:url'
 
 const fixture = fileURLToPath(new URL('../fixtures/durable-server.ts', import.meta.url))
 
-export interface Replica { child: ChildProcess, base: string }
+export interface Replica {
+  child: ChildProcess
+  base: string
+  /** Resolves once the replica's output (its log lines, LOG_LEVEL permitting) has matched `pattern`. */
+  logged: (pattern: RegExp) => Promise<void>
+}
 
 /** Starts a replica with `env` (killed at teardown) once it listens. */
 export async function startReplica (t: { teardown: (fn: () => unknown) => void }, env: Record<string, string>): Promise<Replica> {
@@ -17,15 +22,27 @@ export async function startReplica (t: { teardown: (fn: () => unknown) => void }
   })
   t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
   let output = ''
-  const port = await new Promise<number>((resolve, reject) => {
-    child.stdout?.on('data', (chunk: Buffer) => {
-      output += chunk.toString()
-      const match = /listening (\d+)/.exec(output)
-      if (match) resolve(Number(match[1]))
+  const waiting = new Set<() => void>()
+  child.stdout?.on('data', (chunk: Buffer) => {
+    output += chunk.toString()
+    for (const check of [...waiting]) check()
+  })
+  const logged = async (pattern: RegExp): Promise<void> => {
+    await new Promise<void>((resolve) => {
+      const check = (): void => {
+        if (!pattern.test(output)) return
+        waiting.delete(check)
+        resolve()
+      }
+      waiting.add(check)
+      check()
     })
+  }
+  const port = await new Promise<number>((resolve, reject) => {
+    logged(/listening \d+/).then(() => { resolve(Number(/listening (\d+)/.exec(output)?.[1])) }, reject)
     child.once('exit', (code) => reject(new Error(`replica exited early with ${code}`)))
   })
-  return { child, base: `http://127.0.0.1:${port}` }
+  return { child, base: `http://127.0.0.1:${port}`, logged }
 }
 
 /** kill -9, once it has exited. */
