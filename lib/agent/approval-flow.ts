@@ -3,6 +3,7 @@
 // scope's waiting run is shown or dropped. Without approval ports (TOOL_APPROVAL_REQUIRED unset) it does nothing.
 import { randomUUID } from 'node:crypto'
 import { ApprovalNotFoundError, sessionStoreDown } from '../domain/errors.js'
+import { unansweredCalls } from '../domain/turns.js'
 import type { ChatTurn, ContentBlock, ToolResultBlock } from '../domain/types.js'
 import type { ApprovalRecord, PausedRun, RunStore } from '../stores/run-store.js'
 import {
@@ -68,7 +69,7 @@ export function createApprovalFlow (approvals: ApprovalPorts | undefined, hooks:
         if (spec.memory === undefined) return spec
         results = supersededResults(run, now)
       } else {
-        results = danglingResults(history)
+        results = unansweredCalls(history, EXPIRED_TEXT)
       }
       if (results.length === 0) return spec
       const [first, ...rest] = spec.messages
@@ -153,14 +154,3 @@ export function createApprovalFlow (approvals: ApprovalPorts | undefined, hooks:
 /** The approval workflow's type. */
 export type ApprovalFlow = ReturnType<typeof createApprovalFlow>
 
-/**
- * Results for the calls a stored conversation's last turn left unanswered (their paused run is long gone):
- * each is answered as expired. None when the conversation does not end with tool calls.
- */
-function danglingResults (history: readonly ChatTurn[]): ToolResultBlock[] {
-  const last = history.at(-1)
-  if (last === undefined || last.role !== 'assistant' || !Array.isArray(last.content)) return []
-  return last.content
-    .filter((block) => block.type === 'tool_use')
-    .map((block): ToolResultBlock => ({ type: 'tool_result', tool_use_id: block.id, content: EXPIRED_TEXT, is_error: true }))
-}

@@ -1,6 +1,8 @@
 // A background response's final object in the responses store (DECISIONS 21): written from what its stream log
 // stored, never from a process's own copy, so only the ending the fenced log accepted is ever kept.
 import { parseCheckpoint } from '../../agent/durable.js'
+import { INTERRUPTED_TOOL_TEXT } from '../../agent/run.js'
+import { appendTurn, unansweredCalls } from '../../domain/turns.js'
 import type { ResponseStore, StoredResponse } from '../../stores/responses.js'
 import type { StreamLog } from '../../stores/stream-log.js'
 import { UNFINISHED, responseOf } from './background.js'
@@ -15,7 +17,7 @@ export interface BackgroundStores {
  * Keeps the final object of background response `id` once its stream has ended: the `response` of the stream's
  * terminal event (what every reader got, built by the format's one builder: completed, incomplete, failed or
  * cancelled), and its own turns (its input, as stored at its create, then what its run added by its last
- * checkpoint). Any process may call it, any number of times: the owner that ended the run, a replica that took it
+ * checkpoint; a call left without its result reads as interrupted). Any process may call it, any number of times: the owner that ended the run, a replica that took it
  * over or ended it (lost, cancelled), a cancel, a read that finds the store behind the log. A former owner whose
  * ending was refused (fenced) finds the ending that was accepted, or a run still going, so nothing of its own is
  * written. Answers the entry as kept now (null when unknown or deleted meanwhile); rejects when a store is down.
@@ -30,6 +32,10 @@ export async function keepEnding (stores: BackgroundStores, owner: string, id: s
   const response = terminal === undefined ? undefined : responseOf(terminal.payload)
   if (response === undefined) return entry
   const state = parseCheckpoint(await durable.checkpointOf(id))?.state
-  const ended: StoredResponse = { ...entry, response, turns: [...entry.turns, ...(state?.turns.slice(state.inputLength) ?? [])] }
+  const turns = [...entry.turns, ...(state?.turns.slice(state.inputLength) ?? [])]
+  // A run cancelled or lost during a tool call: the call gets 21's interrupted text, so a response that continues
+  // this one (previous_response_id) never sends the model a call without its result.
+  if (response['status'] !== 'completed') appendTurn(turns, 'user', unansweredCalls(turns, INTERRUPTED_TOOL_TEXT))
+  const ended: StoredResponse = { ...entry, response, turns }
   return await stores.responses.replace(owner, id, ended) ? ended : null
 }
