@@ -11,7 +11,7 @@ import { openSseStream } from '../lib/http/sse.js'
 import type { StreamFormat } from '../lib/agent/stream-format.js'
 import type { StreamLayout } from '../lib/http/resumable.js'
 import type { DurableRecord } from '../lib/agent/durable.js'
-import type { StreamProducer } from '../lib/stores/stream-log.js'
+import type { StreamProducer } from '../lib/stores/stream-log/types.js'
 
 /** Preparing a run aborts nothing: its context needs a signal all the same. */
 const NOT_ABORTED = new AbortController().signal
