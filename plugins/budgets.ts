@@ -10,7 +10,8 @@ import { usageReport, type UsageReport } from '../lib/budgets/report.js'
 import type { KeyBudgets } from '../lib/config/keys-file.js'
 import type { BudgetLimits } from '../lib/config/budgets.js'
 import { periodsOf, type BudgetStore, type WindowState } from '../lib/budgets/store/types.js'
-import { closeRedisClient, createRedisClient, createRedisClusterClient, hashKey, waitForRedis } from '../lib/stores/redis/connections.js'
+import { closeRedisClient, createRedisClient, createRedisClusterClient, waitForRedis } from '../lib/stores/redis/connections.js'
+import { hashKey } from '../lib/stores/shared/keys.js'
 
 export interface Budgets {
   readonly store: BudgetStore

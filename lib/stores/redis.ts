@@ -1,25 +1,12 @@
 // Redis-backed stores (REDIS_URL set): one entry point for the client (single or cluster), the three stores and their outage wrappers.
-export {
-  closeRedisClient,
-  createRedisClient,
-  createRedisClusterClient,
-  hashKey,
-  waitForRedis,
-  type Cluster,
-  type Redis,
-  type RedisConnection,
-  type RedisClientOptions,
-  type RedisLogger,
-} from './redis/connections.js'
+export { closeRedisClient, createRedisClient, createRedisClusterClient, waitForRedis, type Cluster, type Redis, type RedisConnection, type RedisClientOptions } from './redis/connections.js'
+export { hashKey } from './shared/keys.js'
+export { type RedisLogger } from './redis/outage-log.js'
 export { createRedisSessionStore, type RedisSessionStoreOptions } from './sessions/redis.js'
 export { createRedisRateLimitStore, type RedisRateLimitStoreOptions } from './rate-limit/redis.js'
 export { createRedisConversationLog, type RedisConversationLogOptions } from './conversations/redis.js'
-export {
-  createOutageTracker,
-  withConversationLogOutages,
-  withRateLimitFallback,
-  withSessionOutageLog,
-  type OutageTracker,
-  type RateLimitFallbackOptions,
-} from './rate-limit/fallback.js'
+export { withRateLimitFallback, type RateLimitFallbackOptions } from './rate-limit/fallback.js'
+export { createOutageTracker, type OutageTracker } from './redis/outage-log.js'
+export { withConversationLogOutages } from './conversations/outage.js'
+export { withSessionOutageLog } from './sessions/outage.js'
 export { checkRedisSettings, parseClusterUrls, RedisUrlError, type RedisClusterSettings, type RedisSeedNode } from './redis/url.js'

@@ -14,7 +14,8 @@ import {
   DeletedResponse, InputItemList, InputItemsQuery, OPENAI_BODY_LIMIT, OpenAIErrorSchema, OpenAISseResponse, ResponseObjectSchema,
   ResponsesRequestSchema, openAIErrorResponses,
 } from '../../lib/dialects/openai/schemas.js'
-import { chainTurns, ownTurns, readChain, type StoredResponse } from '../../lib/stores/responses/types.js'
+import type { StoredResponse } from '../../lib/stores/responses/types.js'
+import { chainTurns, ownTurns, readChain } from '../../lib/stores/responses/chain.js'
 
 const notFound = (id: string) => new OpenAIError(404, `No response found with id '${id}'.`)
 

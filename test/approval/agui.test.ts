@@ -10,7 +10,8 @@ import { buildFakeApp, listen, postJson, waitForConversations } from '../helpers
 import { eventError, eventTypes, newAgent, runAgent, type AgentRun } from '../helpers/agui.js'
 import { sseEvents } from '../helpers/sse-client.js'
 import { StoredStateLedger } from '../../lib/stores/stored-state/memory.js'
-import { createMemoryRunStore, type RunStore } from '../../lib/stores/runs/types.js'
+import type { RunStore } from '../../lib/stores/runs/types.js'
+import { createMemoryRunStore } from '../../lib/stores/runs/memory.js'
 
 const PATH = '/api/v1/agui'
 const CALC = 'calculate_expression'

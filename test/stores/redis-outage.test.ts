@@ -1,7 +1,8 @@
 // Redis outages: on a private redis-server, stores reject promptly while it is down or hung, and recover by themselves.
 import { setTimeout as sleep } from 'node:timers/promises'
 import { test } from 'tap'
-import { closeRedisClient, createRedisClient, waitForRedis, type RedisLogger } from '../../lib/stores/redis/connections.js'
+import { closeRedisClient, createRedisClient, waitForRedis } from '../../lib/stores/redis/connections.js'
+import type { RedisLogger } from '../../lib/stores/redis/outage-log.js'
 import { createRedisConversationLog } from '../../lib/stores/conversations/redis.js'
 import { createRedisRateLimitStore } from '../../lib/stores/rate-limit/redis.js'
 import { createRedisSessionStore } from '../../lib/stores/sessions/redis.js'

@@ -1,7 +1,7 @@
 // The budget store while Redis is down: token budgets on per-process windows, USD budgets refused (503), settlements kept until Redis is back.
 import { HttpError } from '../../domain/errors.js'
-import type { RedisLogger } from '../../stores/redis/connections.js'
-import { createOutageTracker } from '../../stores/rate-limit/fallback.js'
+import type { RedisLogger } from '../../stores/redis/outage-log.js'
+import { createOutageTracker } from '../../stores/redis/outage-log.js'
 import type { BudgetStore, ReserveResult, Settlement } from './types.js'
 
 export const BUDGET_STORE_UNAVAILABLE = 'Budget store unavailable'

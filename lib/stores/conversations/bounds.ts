@@ -1,6 +1,6 @@
 // Bounded conversation-log entries: long texts cut, image bytes replaced by their size, the newest turns kept.
 import type { ChatTurn, ContentBlock } from '../../domain/types.js'
-import type { ConversationRecord } from '../sessions/types.js'
+import type { ConversationRecord } from './types.js'
 
 /** Characters of one text (message, tool input or result, reply) a log entry keeps. */
 export const LOGGED_TEXT_MAX_CHARS = 4000

@@ -1,7 +1,7 @@
 // Redis conversation log: a capped stream of JSON records (MAXLEN on every write) that expires when idle.
-import { type RedisConnection } from '../redis/connections.js'
+import type { RedisConnection } from '../redis/connections.js'
 import { defineScript } from '../redis/scripts.js'
-import type { ConversationLog, ConversationRecord } from '../sessions/types.js'
+import type { ConversationLog, ConversationRecord } from './types.js'
 
 /** Options of createRedisConversationLog. */
 export interface RedisConversationLogOptions {

@@ -1,7 +1,7 @@
 // The sliding windows of DECISIONS 7 as @fastify/rate-limit's custom store: the plugin calls `incr` and `child`; the
 // windows themselves are a RateLimitStore (in process, Redis, Redis Cluster, or Redis with its per-process fallback).
 import type { FastifyRateLimitStore, FastifyRateLimitStoreCtor } from '@fastify/rate-limit'
-import type { RateLimitHit, RateLimitStore } from '../sessions/types.js'
+import type { RateLimitHit, RateLimitStore } from './types.js'
 
 /** One window a request is counted in: its key namespace (`global`, `chat`) and how many requests it holds. */
 export interface WindowLimit { name: string, max: number }

@@ -1,7 +1,8 @@
 // Redis rate-limit store: a sliding-window log in a sorted set, one atomic Lua script per hit.
-import { hashKey, uniqueNonce, type RedisConnection } from '../redis/connections.js'
+import type { RedisConnection } from '../redis/connections.js'
+import { hashKey, uniqueNonce } from '../shared/keys.js'
 import { defineScript } from '../redis/scripts.js'
-import type { RateLimitHit, RateLimitStore } from '../sessions/types.js'
+import type { RateLimitHit, RateLimitStore } from './types.js'
 
 /** Options of createRedisRateLimitStore. */
 export interface RedisRateLimitStoreOptions {

@@ -1,9 +1,7 @@
 // The shared ioredis connection (one Redis or a Cluster): fails fast while Redis is down, reconnects forever, never crashes.
-/// <reference path="./cluster-key-slot.d.ts" />
-import { randomBytes } from 'node:crypto'
 import { createRequire } from 'node:module'
-import calculateSlot from 'cluster-key-slot'
 import type { Cluster, Redis, RedisOptions } from 'ioredis'
+import { logOutages, type RedisLogger } from './outage-log.js'
 import { parseClusterUrls } from './url.js'
 
 export type { Cluster, Redis } from 'ioredis'
@@ -13,20 +11,13 @@ export type { Cluster, Redis } from 'ioredis'
  * tenth of the startup time). ioredis is CommonJS, so it loads synchronously and every factory here stays sync.
  */
 let driver: typeof import('ioredis') | undefined
-function ioredis (): typeof import('ioredis') {
+export function ioredis (): typeof import('ioredis') {
   driver ??= createRequire(import.meta.url)('ioredis') as typeof import('ioredis')
   return driver
 }
 
 /** What every Redis store takes: a single-instance client or a Redis Cluster client (same command API). */
 export type RedisConnection = Redis | Cluster
-
-/** The subset of a pino / Fastify logger the client uses. */
-export interface RedisLogger {
-  info (obj: object, msg?: string): void
-  warn (obj: object, msg?: string): void
-  error (obj: object, msg?: string): void
-}
 
 /** Options of createRedisClient; the defaults suit production. */
 export interface RedisClientOptions {
@@ -150,28 +141,6 @@ export function createRedisClusterClient (urls: string, options: RedisClientOpti
   return cluster
 }
 
-/** Logs errors once per outage (then again after recovery), never via an unhandled 'error' event. */
-function logOutages (redis: RedisConnection, logger: RedisLogger | undefined): void {
-  // 'up' until the first failure; errors are logged once per outage, then again after recovery.
-  let state: 'starting' | 'up' | 'down' = 'starting'
-  redis.on('error', (err: Error & { code?: string }) => {
-    if (state === 'down') return
-    // A Redis down from the start is reported once by whoever waited for it (the stores' startup warning).
-    const starting = state === 'starting'
-    state = 'down'
-    if (!starting) logger?.warn({ err: { name: err.name, message: err.message, code: err.code } }, 'Redis error; commands fail until it is back')
-  })
-  redis.on('ready', () => {
-    if (state === 'down') logger?.info({}, 'Redis connection restored')
-    state = 'up'
-  })
-  redis.on('close', () => {
-    if (state !== 'up') return
-    state = 'down'
-    logger?.warn({}, 'Redis connection lost; reconnecting')
-  })
-}
-
 /** Resolves once the client is ready; rejects after `timeoutMs` (the client keeps reconnecting). */
 export async function waitForRedis (redis: RedisConnection, timeoutMs: number): Promise<void> {
   if (redis.status === 'ready') return
@@ -206,116 +175,5 @@ export async function closeRedisClient (redis: RedisConnection, timeoutMs = 1000
   } finally {
     clearTimeout(timer)
     redis.disconnect()
-  }
-}
-
-export { hashKey } from '../shared/keys.js'
-
-/** A random member suffix, unique across replicas hitting in the same millisecond. */
-export function uniqueNonce (): string {
-  return randomBytes(12).toString('hex')
-}
-
-/** Options of retryTransient. */
-export interface TransientRetryOptions {
-  /** Tries in all (the first included). */
-  attempts: number
-  /** Wait between tries. */
-  delayMs: number
-}
-
-const TRANSIENT = /^(Command timed out|Connection is closed|CLUSTERDOWN|TRYAGAIN|Too many Cluster redirections|Reached the max retries per request)/
-
-/**
- * True for the errors a Redis Cluster failover produces while a replica takes over (a dropped or
- * hung node connection, CLUSTERDOWN, redirections exhausted), which a later try may not meet. Not
- * for "Cluster isn't ready" (the whole cluster is unreachable: fail fast) nor for script or data errors.
- */
-export function isTransientRedisError (error: unknown): boolean {
-  if (!(error instanceof Error)) return false
-  return TRANSIENT.test(error.message) || TRANSIENT.test(error.message.replace(/^.*Last error: (Reply)?Error: /, ''))
-}
-
-/** {@link retryTransient} with `options`, or the call as it is when there are none (a single Redis fails fast). */
-export function transientRunner (options: TransientRetryOptions | undefined): <T>(call: () => Promise<T>) => Promise<T> {
-  return options === undefined ? async (call) => await call() : async (call) => await retryTransient(call, options)
-}
-
-/** Runs `call`, trying again after `delayMs` on a transient error (isTransientRedisError), `attempts` times at most. Only for idempotent calls. */
-export async function retryTransient<T> (call: () => Promise<T>, options: TransientRetryOptions): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await call()
-    } catch (error) {
-      if (attempt >= options.attempts || !isTransientRedisError(error)) throw error
-      await new Promise((resolve) => setTimeout(resolve, options.delayMs))
-    }
-  }
-}
-
-/** `host:port` of a cluster node connection, as ioredis names the node in its slot map (`cluster.slots`). */
-export function clusterNodeKey (node: Redis): string {
-  return `${node.options.host ?? ''}:${node.options.port ?? ''}`
-}
-
-/** The Cluster client's own connection to the master `nodeKey` (`host:port`), if it has one. */
-export function clusterMaster (cluster: Cluster, nodeKey: string): Redis | undefined {
-  return cluster.nodes('master').find((node) => clusterNodeKey(node) === nodeKey)
-}
-
-/** Options of replicaAck. */
-export interface ReplicaAckOptions {
-  /** Longest wait for a replica (WAIT's timeout). */
-  timeoutMs: number
-  /** A master whose replica did not answer in time (it has none, or a lagging one) is not waited for this long. Default 5 s. */
-  backoffMs?: number
-}
-
-/**
- * For a Redis Cluster: `await ack(key)` right after a write to `key` has answered waits until a replica
- * of the master serving `key`'s slot has it too, so a failover keeps it (Redis replicates asynchronously:
- * a master that dies may take its latest writes along). It sends `WAIT 1 <timeoutMs>` on the Cluster
- * client's own connection to that master, the one that carried the write (WAIT covers every write its
- * connection sent before it). A WAIT blocks its connection, shared by every command of the process to
- * that node, so there is at most one per node at a time: a write answered while one is in flight was
- * sent before it, and shares it. A master without an answering replica costs one timeout, then is not
- * waited for during `backoffMs`. Rejects when the node's connection fails (the write may be lost: try it
- * again, if it is idempotent). On a single Redis, or without options, a no-op.
- */
-export function replicaAck (redis: RedisConnection, options: ReplicaAckOptions | undefined): (key: string) => Promise<void> {
-  if (options === undefined || !(redis instanceof ioredis().Cluster)) return async () => {}
-  const { timeoutMs } = options
-  const backoffMs = options.backoffMs ?? 5000
-  const skipUntil = new Map<string, number>()
-  /** The WAIT in flight per master; `answered` turns true the moment its reply is parsed, before any later reply. */
-  const inFlight = new Map<string, { answered: boolean, done: Promise<void> }>()
-  return async (key) => {
-    const master = redis.slots[calculateSlot(key)]?.[0]
-    if (master === undefined || (skipUntil.get(master) ?? 0) > performance.now()) return
-    let wait = inFlight.get(master)
-    // Shared only while unanswered: a write answered after that WAIT's reply came after it, and needs another.
-    if (wait === undefined || wait.answered) {
-      const node = clusterMaster(redis, master)
-      if (node === undefined) return
-      const command = new (ioredis().Command)('wait', [1, timeoutMs])
-      const { resolve, reject } = command
-      const entry = { answered: false, done: Promise.resolve() }
-      command.resolve = (result: unknown) => {
-        entry.answered = true
-        resolve(result)
-      }
-      command.reject = (error: Error) => {
-        entry.answered = true
-        reject(error)
-      }
-      entry.done = (command.promise as Promise<unknown>).then((replicas) => {
-        if (Number(replicas) < 1) skipUntil.set(master, performance.now() + backoffMs)
-        else skipUntil.delete(master)
-      }).finally(() => { if (inFlight.get(master) === entry) inFlight.delete(master) })
-      inFlight.set(master, entry)
-      wait = entry
-      node.sendCommand(command)
-    }
-    await wait.done
   }
 }

@@ -1,8 +1,9 @@
 // Redis store of paused runs (README "Tool approval"): every key of one owner under one hash tag, each change one Lua script.
-import { hashKey, type RedisConnection } from '../redis/connections.js'
+import type { RedisConnection } from '../redis/connections.js'
+import { hashKey } from '../shared/keys.js'
 import { defineScript } from '../redis/scripts.js'
 import type { RedisStoredState } from '../stored-state/redis.js'
-import { storedBytes } from '../stored-state/memory.js'
+import { storedBytes } from '../stored-state/types.js'
 import type { AnswerOutcome, ApprovalEntry, ApprovalFamily, PausedRun, RunStore, RunStoreOptions } from './types.js'
 
 // KEYS: run, scope pointer ('' scope: unused), approval... ARGV: run JSON, run id, ttl ms, retain ms, family, scope.

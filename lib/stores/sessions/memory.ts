@@ -1,18 +1,8 @@
-// In-process stores (no REDIS_URL): LRU+TTL sessions, sliding-window rate limits, a byte-bounded log.
+// In-process session store: LRU+TTL sessions, turns copied in and out.
 import type { ChatTurn } from '../../domain/types.js'
+import { assertPositive, assertPositiveInteger, type Clock } from '../shared/options.js'
 import { trimTurns } from './trim.js'
-import { boundConversationRecord, recordBytes } from '../conversations/bounds.js'
-import type {
-  ConversationLog,
-  ConversationRecord,
-  RateLimitHit,
-  RateLimitStore,
-  SessionRecord,
-  SessionStore,
-} from './types.js'
-
-/** A clock returning epoch milliseconds; injectable so tests control time. */
-export type Clock = () => number
+import type { SessionRecord, SessionStore } from './types.js'
 
 /** Options of createMemorySessionStore. */
 export interface MemorySessionStoreOptions {
@@ -27,14 +17,6 @@ interface SessionEntry {
   record: SessionRecord
   /** Last get, append or trim: orders the LRU and starts the idle expiry. */
   lastUsed: number
-}
-
-function assertPositive (name: string, value: number): void {
-  if (!Number.isFinite(value) || value <= 0) throw new RangeError(`${name} must be a positive number, got ${value}`)
-}
-
-function assertPositiveInteger (name: string, value: number): void {
-  if (!Number.isSafeInteger(value) || value <= 0) throw new RangeError(`${name} must be a positive integer, got ${value}`)
 }
 
 function cloneTurns (turns: readonly ChatTurn[]): ChatTurn[] {
@@ -131,161 +113,6 @@ export function createMemorySessionStore (options: MemorySessionStoreOptions): S
 
     async close () {
       sessions.clear()
-    },
-  }
-}
-
-/** Options of createMemoryRateLimitStore. */
-export interface MemoryRateLimitStoreOptions {
-  now?: Clock
-  /** Most keys tracked at once; beyond it the least recently hit key is forgotten. Default 100000. */
-  maxKeys?: number
-  /** How often idle keys are swept, in ms (an unref'd timer). Default 60000. */
-  sweepIntervalMs?: number
-}
-
-interface LoggedHit {
-  at: number
-  /** Names this entry for `undo`. */
-  token: string
-}
-
-interface WindowLog {
-  /** Recorded hits, oldest first. */
-  hits: LoggedHit[]
-  windowMs: number
-}
-
-/**
- * In-process sliding-window log. A hit drops timestamps at least `windowMs` old; when `max` remain it
- * is refused and not recorded (`current` = max + 1), otherwise it is recorded. `resetMs` is the time
- * until the oldest recorded hit leaves the window. Memory stays bounded: each log holds at most `max`
- * timestamps, idle keys are swept periodically and the number of keys is capped (`maxKeys`).
- */
-export function createMemoryRateLimitStore (options: MemoryRateLimitStoreOptions = {}): RateLimitStore {
-  const now = options.now ?? Date.now
-  const maxKeys = options.maxKeys ?? 100_000
-  assertPositiveInteger('maxKeys', maxKeys)
-  const sweepIntervalMs = options.sweepIntervalMs ?? 60_000
-  assertPositive('sweepIntervalMs', sweepIntervalMs)
-  // Map order is hit order (least recent first), for the key cap.
-  const logs = new Map<string, WindowLog>()
-  // Tokens only need to be unique within this store.
-  let lastToken = 0
-
-  function sweep (): void {
-    const at = now()
-    for (const [key, log] of logs) {
-      const newest = log.hits[log.hits.length - 1]
-      if (newest === undefined || at - newest.at >= log.windowMs) logs.delete(key)
-    }
-  }
-
-  const timer = setInterval(sweep, sweepIntervalMs)
-  timer.unref()
-
-  return {
-    async hit (key, max, windowMs) {
-      const at = now()
-      let log = logs.get(key)
-      if (log === undefined) {
-        log = { hits: [], windowMs }
-      } else {
-        logs.delete(key)
-      }
-      logs.set(key, log)
-      log.windowMs = windowMs
-      const { hits } = log
-      let expired = 0
-      while (expired < hits.length && at - (hits[expired] as LoggedHit).at >= windowMs) expired++
-      if (expired > 0) hits.splice(0, expired)
-
-      if (hits.length >= max) {
-        const oldest = hits[0]
-        const resetMs = oldest === undefined ? windowMs : Math.max(0, oldest.at + windowMs - at)
-        if (hits.length === 0) logs.delete(key)
-        return { current: max + 1, allowed: false, resetMs }
-      }
-      const token = String(++lastToken)
-      hits.push({ at, token })
-      const oldest = (hits[0] as LoggedHit).at
-      if (logs.size > maxKeys) {
-        sweep()
-        for (const oldestKey of logs.keys()) {
-          if (logs.size <= maxKeys) break
-          logs.delete(oldestKey)
-        }
-      }
-      return { current: hits.length, allowed: true, resetMs: Math.max(0, oldest + windowMs - at), token } satisfies RateLimitHit
-    },
-
-    async undo (key, token) {
-      const hits = logs.get(key)?.hits ?? []
-      const index = hits.findIndex((entry) => entry.token === token)
-      if (index >= 0) hits.splice(index, 1)
-    },
-
-    async close () {
-      clearInterval(timer)
-      logs.clear()
-    },
-  }
-}
-
-/** Options of createMemoryConversationLog. */
-export interface MemoryConversationLogOptions {
-  /** Records kept; the oldest are dropped beyond it. */
-  maxEntries: number
-  /** Approximate bytes kept (CONVERSATION_LOG_MAX_MB); the oldest records are dropped beyond it. Default: no byte bound. */
-  maxBytes?: number
-}
-
-/**
- * In-process conversation log: the newest records, at most `maxEntries` and at most `maxBytes` (as
- * {@link recordBytes} estimates them), oldest dropped first. Each record is stored bounded
- * ({@link boundConversationRecord}: long texts cut, image bytes left out), so one large request cannot
- * take the whole budget; records are copied in and out.
- */
-export function createMemoryConversationLog (options: MemoryConversationLogOptions): ConversationLog {
-  assertPositiveInteger('maxEntries', options.maxEntries)
-  const maxBytes = options.maxBytes ?? Number.POSITIVE_INFINITY
-  if (!(maxBytes > 0)) throw new RangeError(`maxBytes must be a positive number, got ${maxBytes}`)
-  // A queue as an array and a head index: dropping the oldest is O(1); the array is compacted now and then.
-  let entries: Array<{ record: ConversationRecord, bytes: number }> = []
-  let head = 0
-  let bytes = 0
-
-  const size = () => entries.length - head
-  function dropOldest (): void {
-    const oldest = entries[head]
-    if (oldest === undefined) return
-    bytes -= oldest.bytes
-    entries[head] = undefined as never
-    head++
-    if (head > 1024 && head * 2 > entries.length) {
-      entries = entries.slice(head)
-      head = 0
-    }
-  }
-
-  return {
-    async write (record) {
-      const bounded = boundConversationRecord(record)
-      const entry = { record: bounded, bytes: recordBytes(bounded) }
-      entries.push(entry)
-      bytes += entry.bytes
-      while (size() > options.maxEntries || (bytes > maxBytes && size() > 1)) dropOldest()
-    },
-
-    async recent (limit) {
-      const count = Math.min(Math.max(0, Math.floor(limit)), size())
-      return entries.slice(entries.length - count).map((entry) => structuredClone(entry.record))
-    },
-
-    async close () {
-      entries = []
-      head = 0
-      bytes = 0
     },
   }
 }

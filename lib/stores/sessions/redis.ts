@@ -1,9 +1,10 @@
 // Redis session store: one list of JSON turns per session, idle expiry, a sorted-set index for count(); cluster-safe keys.
 import type { ChatTurn } from '../../domain/types.js'
 import { trimTurns } from './trim.js'
-import {
-  hashKey, replicaAck, transientRunner, uniqueNonce, type RedisConnection, type ReplicaAckOptions, type TransientRetryOptions,
-} from '../redis/connections.js'
+import type { RedisConnection } from '../redis/connections.js'
+import { hashKey, uniqueNonce } from '../shared/keys.js'
+import { replicaAck, type ReplicaAckOptions } from '../redis/cluster.js'
+import { transientRunner, type TransientRetryOptions } from '../redis/retry.js'
 import { defineScript } from '../redis/scripts.js'
 import type { SessionRecord, SessionStore } from './types.js'
 

@@ -3,7 +3,7 @@
 import { hashKey } from '../shared/keys.js'
 import type { RedisConnection } from '../redis/connections.js'
 import { defineScript } from '../redis/scripts.js'
-import { StoredStateFullError, type StoredKind } from './memory.js'
+import { StoredStateFullError, type StoredKind } from './types.js'
 
 // KEYS: the responses' zset, the paused runs' zset, the bytes hash. ARGV: kind, member, bytes, now ms, share bytes,
 // response ttl ms, paused ttl ms. Expired members are pruned first; then the identity's oldest responses make room.

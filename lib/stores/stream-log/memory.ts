@@ -1,5 +1,6 @@
 // In-process stream event log: bounded in bytes, finished streams evicted oldest first, expiry after the TTL.
-import { EventBuffer, type CancelOutcome, type StreamLog, type StreamProducer, type StreamStartOptions } from './types.js'
+import type { CancelOutcome, StreamLog, StreamProducer, StreamStartOptions } from './types.js'
+import { EventBuffer } from './event-buffer.js'
 
 /** Options of createMemoryStreamLog. */
 export interface MemoryStreamLogOptions {

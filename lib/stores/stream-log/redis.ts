@@ -6,11 +6,12 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import calculateSlot from 'cluster-key-slot'
 import type { Cluster } from 'ioredis'
 import { BlockingStreamReader, type StreamFollower } from '../redis/blocking-reader.js'
-import { hashKey, transientRunner, uniqueNonce, type RedisConnection, type RedisLogger, type TransientRetryOptions } from '../redis/connections.js'
-import {
-  EventBuffer, HANDOVER, SUPERSEDED, type CancelOutcome, type ClaimedStream, type DurableStreams, type StreamEntry, type StreamInfo, type StreamLog,
-  type StreamProducer, type StreamStartOptions,
-} from './types.js'
+import type { RedisConnection } from '../redis/connections.js'
+import { hashKey, uniqueNonce } from '../shared/keys.js'
+import { transientRunner, type TransientRetryOptions } from '../redis/retry.js'
+import type { RedisLogger } from '../redis/outage-log.js'
+import { HANDOVER, SUPERSEDED, type CancelOutcome, type ClaimedStream, type DurableStreams, type StreamEntry, type StreamInfo, type StreamLog, type StreamProducer, type StreamStartOptions } from './types.js'
+import { EventBuffer } from './event-buffer.js'
 import type { RedisStreamLogConnections } from './redis/connections.js'
 import { cancelChannel, durableIndexKey, STREAM_SHARDS, streamKeys, toEntries, type StreamKeys } from './redis/layout.js'
 import { CANCEL, CLAIM, INTERRUPT, REFRESH, RELEASE } from './redis/scripts.js'

@@ -1,6 +1,8 @@
 // The stream log's batched writer: every stream of this process with new events goes to Redis in one pipeline per shard.
-import type { RedisConnection, RedisLogger } from '../../redis/connections.js'
-import type { EventBuffer, StreamEntry } from '../types.js'
+import type { RedisConnection } from '../../redis/connections.js'
+import type { RedisLogger } from '../../redis/outage-log.js'
+import type { StreamEntry } from '../types.js'
+import type { EventBuffer } from '../event-buffer.js'
 import type { StreamKeys } from './layout.js'
 import { APPEND, FENCED } from './scripts.js'
 
