@@ -2,8 +2,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { HttpError, sessionStoreDown } from '../../lib/domain/errors.js'
-import { openSseStream } from '../../lib/http/sse.js'
-import { pipeEntries, streamStoreDown } from '../../lib/http/resumable.js'
+import { followStream, pipeEntries, streamStoreDown } from '../../lib/http/resumable.js'
 import { UNFINISHED, cannotCancel, currentResponse, renumbered, responseOf } from '../../lib/dialects/openai/background.js'
 import type { StreamEntry } from '../../lib/stores/stream-log/types.js'
 import { namedEvent } from '../../lib/domain/named-events.js'
@@ -49,11 +48,6 @@ const responsesRoutes: FastifyPluginAsyncTypebox = async (app) => {
   /** Keeps a response under its owner; a store failure is logged (the answer is out or on its way). */
   const keep = async (owner: string, id: string, entry: StoredResponse, log: { error: (o: object, m: string) => void }) => {
     await store().put(owner, id, entry).catch((error: unknown) => { log.error({ err: error }, 'storing the response failed') })
-  }
-
-  /** A background response's stored events, then the live ones to its end, as readers get them (renumbered). */
-  async function * readFrom (id: string, after: number, signal: AbortSignal): AsyncGenerator<StreamEntry> {
-    for await (const entry of app.stores.streamLog.read(id, after, signal)) yield { ...entry, payload: renumbered(entry) }
   }
 
   /** Every stored event of a background response (a store that is down is a 503). */
@@ -173,9 +167,8 @@ const responsesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         throw error
       })
       if (!plan.stream) return queued
-      const sse = openSseStream(request, reply, { heartbeatMs: app.config.SSE_HEARTBEAT_SECONDS * 1000, registry: app.streams })
-      const entries = started.producer.followStored?.(0, sse.signal) ?? started.producer.follow(0, sse.signal)
-      await pipeEntries((async function * () { for await (const entry of entries) yield { ...entry, payload: renumbered(entry) } })(), sse)
+      // Readers get its events renumbered (sequence_number), as stored.
+      await followStream(app.sse.open(request, reply), { producer: started.producer }, { payload: renumbered })
       return reply
     }
     if (plan.stream) {
@@ -229,7 +222,7 @@ const responsesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     if (!stream) return await currentOf(request.identity, entry)
     if (entry.response['background'] !== true) throw invalidRequest('Only background responses can be streamed again.', 'stream')
     const info = await app.stores.streamLog.info(id, request.identity).catch(streamStoreDown)
-    const sse = openSseStream(request, reply, { heartbeatMs: app.config.SSE_HEARTBEAT_SECONDS * 1000, registry: app.streams })
+    const sse = app.sse.open(request, reply)
     if (info === null) {
       // Its events expired: only its last lifecycle event, as stored.
       const response = await currentOf(request.identity, entry)
@@ -240,7 +233,9 @@ const responsesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       return reply
     }
     // sequence_number is the entry's id - 1: the events after N start after entry N + 1.
-    await pipeEntries(readFrom(id, after + 1, sse.signal), sse).catch((error: unknown) => { request.log.warn({ err: error }, 'background stream read failed') })
+    await followStream(sse, { log: app.stores.streamLog, id, after: after + 1 }, { payload: renumbered }).catch((error: unknown) => {
+      request.log.warn({ err: error }, 'background stream read failed')
+    })
     return reply
   })
 
