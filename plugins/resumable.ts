@@ -20,7 +20,7 @@ export interface OpenedStream {
   done (): void
 }
 
-/** How often this process refreshes the leases of its detached runs (a third of their 30 s lease, lib/stores/detached-runs.ts). */
+/** How often this process refreshes the leases of its detached runs (a third of their 30 s lease, lib/stores/detached-runs/). */
 const DETACHED_REFRESH_MS = 10_000
 
 function createResumable (app: FastifyInstance) {

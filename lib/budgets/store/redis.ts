@@ -247,7 +247,7 @@ const num = (value: unknown): number => Number(value ?? 0)
  * Budgets in Redis, shared by every replica. Each identity's keys share one hash tag
  * (`<prefix>budget:{<tag>}:w` and its sum `:wu`, `:d:<day>`, `:m:<month>`), so a script touching all of them runs
  * on one Redis Cluster node. The window expires with its last charge, a day after 2 days, a month after 62.
- * Rejects when Redis is unreachable: the caller decides (lib/budgets/fallback.ts).
+ * Rejects when Redis is unreachable: the caller decides (lib/budgets/store/fallback.ts).
  */
 export function createRedisBudgetStore (redis: RedisConnection, options: RedisBudgetStoreOptions): BudgetStore {
   const windowMs = options.windowMs ?? TOKEN_WINDOW_MS

@@ -114,7 +114,7 @@ export function createRedisStreamLog (redis: RedisConnection, options: RedisStre
   const leaseMs = options.leaseMs ?? 10_000
   const flushMs = options.flushMs ?? 100
   const blockMs = Math.min(options.blockMs ?? 5000, leaseMs)
-  // ioredis's own flag, not `instanceof`: the driver is loaded on first use (redis-client.ts), never imported here.
+  // ioredis's own flag, not `instanceof`: the driver is loaded on first use (lib/stores/redis/connections.ts), never imported here.
   const cluster = redis.isCluster ? redis as Cluster : undefined
   const perShard = cluster !== undefined || options.readerPerShard === true
   const token = randomUUID()
