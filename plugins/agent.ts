@@ -7,11 +7,10 @@ import type { RunState } from '../lib/agent/state.js'
 import { approvalMatcher } from '../lib/config/approval-policy.js'
 import { UsageTally } from '../lib/agent/usage.js'
 import { heldSink, sseSink, streamLogSink } from '../lib/http/run-sinks.js'
-import { openSseStream } from '../lib/http/sse.js'
 import type { StreamFormat } from '../lib/agent/stream-format.js'
 import type { StreamLayout } from '../lib/http/resumable.js'
 import type { DurableRecord } from '../lib/agent/durable.js'
-import type { StreamProducer } from '../lib/stores/stream-log.js'
+import type { StreamProducer } from '../lib/stores/stream-log/types.js'
 
 /** Preparing a run aborts nothing: its context needs a signal all the same. */
 const NOT_ABORTED = new AbortController().signal
@@ -85,9 +84,7 @@ function createAgent (app: FastifyInstance) {
 
   /** The client's own SSE response as a run's sink; its error payloads in `format` on shutdown. */
   function clientSink (request: FastifyRequest, reply: FastifyReply, format: StreamFormat, usage: UsageTally): EventSink {
-    return sseSink(openSseStream(request, reply, {
-      heartbeatMs: config.SSE_HEARTBEAT_SECONDS * 1000,
-      registry: app.streams,
+    return sseSink(app.sse.open(request, reply, {
       formatError: (message, cause) => format.error(message, usage.report(), { cause, byModel: usage.byModel() }),
     }))
   }

@@ -1,16 +1,12 @@
 // Budgets plugin (README "Budgets and prices"): the budget store, the run hooks that reserve and settle, response headers, the usage report.
 import fp from 'fastify-plugin'
-import type { FastifyInstance } from 'fastify'
 import { createBudgetHooks, windowHeaders, type BudgetSubject } from '../lib/budgets/hooks.js'
-import { withBudgetFallback } from '../lib/budgets/fallback.js'
-import { createMemoryBudgetStore } from '../lib/budgets/memory-store.js'
 import { nanoOfUsd } from '../lib/domain/prices.js'
-import { createRedisBudgetStore } from '../lib/budgets/redis-store.js'
 import { usageReport, type UsageReport } from '../lib/budgets/report.js'
 import type { KeyBudgets } from '../lib/config/keys-file.js'
 import type { BudgetLimits } from '../lib/config/budgets.js'
-import { periodsOf, type BudgetStore, type WindowState } from '../lib/budgets/store.js'
-import { closeRedisClient, createRedisClient, createRedisClusterClient, hashKey, waitForRedis } from '../lib/stores/redis-client.js'
+import { periodsOf, type BudgetStore, type WindowState } from '../lib/budgets/store/types.js'
+import { hashKey } from '../lib/stores/shared/keys.js'
 
 export interface Budgets {
   readonly store: BudgetStore
@@ -33,32 +29,10 @@ declare module 'fastify' {
 /** Token windows remembered for response headers, per request id (the oldest are dropped beyond it). */
 const MAX_REMEMBERED_WINDOWS = 10_000
 
-/** The store and what closes it (the store first: it writes kept settlements, then its connection). */
-async function storeOf (app: FastifyInstance): Promise<{ store: BudgetStore, close: () => Promise<void> }> {
-  const config = app.config
-  if (config.REDIS_URL === '') {
-    const store = createMemoryBudgetStore()
-    return { store, close: async () => { await store.close() } }
-  }
-  const clientOptions = { logger: app.log, connectionName: 'agent-chat-api-budgets' }
-  const redis = config.REDIS_CLUSTER
-    ? createRedisClusterClient(config.REDIS_URL, clientOptions)
-    : createRedisClient(config.REDIS_URL, clientOptions)
-  // Serve even when Redis is down at startup: the outage rules apply until it answers.
-  await waitForRedis(redis, 2000).catch(() => {})
-  const store = withBudgetFallback(createRedisBudgetStore(redis, { prefix: config.REDIS_PREFIX }), createMemoryBudgetStore(), { logger: app.log })
-  return {
-    store,
-    close: async () => {
-      await store.close().catch(() => {})
-      await closeRedisClient(redis)
-    },
-  }
-}
-
 export default fp(async (app) => {
   const { config, metrics } = app
-  const { store, close } = await storeOf(app)
+  // The budget store is built with every other store (plugins/stores.ts): in process, or on the shared Redis connection.
+  const store = app.stores.budgets
   const defaults = config.budgetDefaults
   const pick = (own: number | null | undefined, fallback: number | null): number | null => own === undefined ? fallback : own
   const usdNano = (usd: number | null): number | null => usd === null ? null : nanoOfUsd(usd)
@@ -128,10 +102,8 @@ export default fp(async (app) => {
   app.runHooks.add(hooks)
   app.decorate('budgets', budgets)
 
-  app.addHook('onClose', close)
-
   // Startup: USD budgets price every model (checked with the config); say what is enforced.
   if (defaults.usd_per_day !== null || defaults.usd_per_month !== null || defaults.tokens_per_minute !== null) {
     app.log.info({ budgets: defaults }, 'default budgets of every identity')
   }
-}, { name: 'budgets', dependencies: ['config', 'metrics', 'run-hooks', 'auth'], fastify: '5.x' })
+}, { name: 'budgets', dependencies: ['config', 'metrics', 'run-hooks', 'auth', 'stores'], fastify: '5.x' })

@@ -1,5 +1,5 @@
 // Rate limits (README "Limits", DECISIONS 7 and 24): @fastify/rate-limit's hook answers, its headers are sent, and
-// the sliding windows of app.stores.rateLimit are its custom store (lib/stores/rate-limit-plugin-store.ts).
+// the sliding windows of app.stores.rateLimit are its custom store (lib/stores/rate-limit/plugin-store.ts).
 //
 // - Global: RATE_LIMIT_PER_MINUTE per caller identity (plugins/auth.ts) per RATE_LIMIT_WINDOW_SECONDS,
 //   sliding window, on every route except open ones (`config: { open: true }`) and unmatched requests.
@@ -18,7 +18,7 @@ import fp from 'fastify-plugin'
 import fastifyRateLimit, { normalizeIP } from '@fastify/rate-limit'
 import type { FastifyRequest } from 'fastify'
 import { HttpError } from '../lib/domain/errors.js'
-import { slidingWindowStore, type WindowLimit } from '../lib/stores/rate-limit-plugin-store.js'
+import { slidingWindowStore, type WindowLimit } from '../lib/stores/rate-limit/plugin-store.js'
 import { endpointLabel } from './metrics.js'
 import { isOpenRoute } from './auth.js'
 

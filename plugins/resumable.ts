@@ -2,9 +2,9 @@
 import { randomUUID } from 'node:crypto'
 import fp from 'fastify-plugin'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { pipeEntries, resumeUrl, streamStoreDown, type StreamLayout } from '../lib/http/resumable.js'
-import { openSseStream, type SseWriter } from '../lib/http/sse.js'
-import { HANDOVER, type StreamEntry, type StreamProducer } from '../lib/stores/stream-log.js'
+import { followStream, resumeUrl, streamStoreDown, type FollowSource, type StreamLayout } from '../lib/http/resumable.js'
+import type { SseWriter } from '../lib/http/sse.js'
+import { HANDOVER, type StreamProducer } from '../lib/stores/stream-log/types.js'
 import type { StreamFormat } from '../lib/agent/stream-format.js'
 
 /** A resumable stream as its route runs it. */
@@ -20,7 +20,7 @@ export interface OpenedStream {
   done (): void
 }
 
-/** How often this process refreshes the leases of its detached runs (a third of their 30 s lease, lib/stores/detached-runs.ts). */
+/** How often this process refreshes the leases of its detached runs (a third of their 30 s lease, lib/stores/detached-runs/). */
 const DETACHED_REFRESH_MS = 10_000
 
 function createResumable (app: FastifyInstance) {
@@ -69,16 +69,16 @@ function createResumable (app: FastifyInstance) {
   }
 
   /**
-   * Follows stream `id` of `owner` on `sse` (the starter's connection or a resumer's): while it reads, the run is
-   * attended; when it leaves before the end, {@link readerLeft}.
+   * Follows stream `id` of `owner` on `sse` (the starter's connection or a resumer's), from `source` (followStream):
+   * while it reads, the run is attended; when it leaves before the end, {@link readerLeft}.
    */
-  async function follow (id: string, owner: string, entries: AsyncIterable<StreamEntry>, sse: SseWriter): Promise<void> {
+  async function follow (id: string, owner: string, source: FollowSource, sse: SseWriter): Promise<void> {
     const run = local.get(id)
     if (run !== undefined) run.readers++
     await app.stores.detachedRuns.attach(owner, id).catch((error: unknown) => { app.log.warn({ err: error }, 'detached run attach failed') })
     const seen = { terminal: false }
     try {
-      await pipeEntries(entries, sse, seen)
+      await followStream(sse, source, { seen })
     } finally {
       if (run !== undefined) run.readers--
       if (!seen.terminal && !app.lifecycle.draining) {
@@ -157,10 +157,9 @@ function createResumable (app: FastifyInstance) {
       reply.header('x-stream-id', id)
       reply.header('content-location', resumeUrl(layout, id))
       // No formatError: on shutdown the run itself ends the stream in the log (replayable elsewhere).
-      const sse = openSseStream(request, reply, { heartbeatMs: app.config.SSE_HEARTBEAT_SECONDS * 1000, registry: app.streams })
+      const sse = app.sse.open(request, reply)
       // A durable run's events reach this connection too only once stored (DECISIONS 21).
-      const entries = producer.followStored?.(0, sse.signal) ?? producer.follow(0, sse.signal)
-      return { id, producer, signal: tracked.signal, followed: follow(id, request.identity, entries, sse), done: tracked.done }
+      return { id, producer, signal: tracked.signal, followed: follow(id, request.identity, { producer }, sse), done: tracked.done }
     },
     /** Runs still going (with or without a client). */
     get running (): number {

@@ -2,8 +2,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { HttpError } from '../lib/domain/errors.js'
-import { openSseStream } from '../lib/http/sse.js'
-import { parseEventId } from '../lib/stores/stream-log.js'
+import { parseEventId } from '../lib/stores/stream-log/types.js'
 import { streamStoreDown, type StreamLayout } from '../lib/http/resumable.js'
 import { SseResponse } from '../schemas/chat.js'
 import { CancelAccepted, ResumeHeaders, ResumeQuery, StreamParams } from '../schemas/streams.js'
@@ -45,8 +44,8 @@ const streamRoutes: FastifyPluginAsyncTypebox<{ layout: StreamLayout }> = async 
     if (after > info.lastId) throw new HttpError(400, 'Unknown Last-Event-ID: this stream never had that event')
     if (info.endId !== undefined && after >= info.endId) return await reply.code(204).send(null)
     reply.header('x-stream-id', request.params.id)
-    const sse = openSseStream(request, reply, { heartbeatMs: app.config.SSE_HEARTBEAT_SECONDS * 1000, registry: app.streams })
-    await app.resumable.follow(request.params.id, owner, log.read(request.params.id, after, sse.signal), sse).catch((error: unknown) => {
+    const sse = app.sse.open(request, reply)
+    await app.resumable.follow(request.params.id, owner, { log, id: request.params.id, after }, sse).catch((error: unknown) => {
       request.log.warn({ err: error }, 'resume stream failed')
     })
     return reply

@@ -56,7 +56,7 @@ export async function bundle (outdir = join(root, 'dist', 'bundle')) {
       minifySyntax: true,
       // CommonJS dependencies call require(): the bundle gives them Node's, rooted where the bundle is.
       banner: { js: "import { createRequire as __bundleRequire } from 'node:module'; const require = __bundleRequire(import.meta.url);" },
-      // Loaded with require() on first use (lib/stores/redis-client.ts): one copy, node_modules' own, whatever imports it.
+      // Loaded with require() on first use (lib/stores/redis/connections.ts): one copy, node_modules' own, whatever imports it.
       external: ['ioredis'],
       plugins: [packageDirname],
       logLevel: 'warning',

@@ -101,3 +101,23 @@ test('no import cycle inside lib', async (t) => {
   for (const file of graph.keys()) visit(file)
   t.same(cycles, [], 'import cycles')
 })
+
+/** Store folders: lib/stores/<store>/ but its shared plumbing (shared/, redis/), and the budgets' store. */
+const STORE_PLUMBING = new Set(['lib/stores/shared', 'lib/stores/redis'])
+const storeFolders = [
+  ...new Set(files.map((file) => /^lib\/stores\/[^/]+(?=\/)/.exec(file)?.[0]).filter((dir): dir is string => dir !== undefined && !STORE_PLUMBING.has(dir))),
+  'lib/budgets/store',
+]
+
+test('every store is a folder with its interface and both backends: types.ts, memory.ts, redis.ts', async (t) => {
+  t.ok(storeFolders.length >= 10, 'the store folders were read')
+  const missing = storeFolders.flatMap((dir) => ['types.ts', 'memory.ts', 'redis.ts'].filter((name) => !files.includes(`${dir}/${name}`)).map((name) => `${dir}/${name}`))
+  t.same(missing, [], 'store files missing')
+  t.same(files.filter((file) => /^lib\/stores\/[^/]+\.ts$/.test(file)), [], 'modules loose in lib/stores (each belongs to a store or the plumbing)')
+})
+
+test('only plugins/stores.ts opens Redis connections (lib/stores/ has the factories it calls)', async (t) => {
+  const opening = files.filter((file) => !file.startsWith('lib/stores/') && file !== 'plugins/stores.ts')
+    .filter((file) => /\bcreateRedis(Client|ClusterClient|NodeClient)\s*\(|\bnew\s+(Redis|Cluster)\s*\(/.test(readFileSync(join(root, file), 'utf8')))
+  t.same(opening, [], 'modules that open a Redis connection')
+})

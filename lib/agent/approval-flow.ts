@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto'
 import { ApprovalNotFoundError, sessionStoreDown } from '../domain/errors.js'
 import { unansweredCalls } from '../domain/turns.js'
 import type { ChatTurn, ContentBlock, ToolResultBlock } from '../domain/types.js'
-import type { ApprovalRecord, PausedRun, RunStore } from '../stores/run-store.js'
+import type { ApprovalRecord, PausedRun, RunStore } from '../stores/runs/types.js'
 import {
   approvalStoreDown, approvalView, claimAnswers, EXPIRED_TEXT, issueApprovals, newApprovalId, supersededResults,
   type AnswerScope, type ApprovalAnswer, type PendingApprovalView,

@@ -2,7 +2,7 @@
 // fencing token, and the `kept` mark's lease renewed every third of its length while the continuation runs. A process
 // that dies mid-continuation stops renewing: once the lease lapsed, the same continuation may be sent again.
 import { ApprovalAnsweredError } from '../domain/errors.js'
-import type { KeptHold, PausedRun, RunStore } from '../stores/run-store.js'
+import type { KeptHold, PausedRun, RunStore } from '../stores/runs/types.js'
 import type { ApprovalAnswer } from './approvals.js'
 import type { RanCall } from './run.js'
 import type { RunState } from './state.js'

@@ -1,7 +1,7 @@
 // Resumable streams as routes use them (README "Resumable streams"): the resume URL of a layout, the option a body asks
-// for, the stream store being down, and piping a stream's entries to an SSE response. The plugin (plugins/resumable.ts) runs them.
+// for, the stream store being down, and following a stream on an SSE response. The plugin (plugins/resumable.ts) runs them.
 import { StoreUnavailableError } from '../domain/errors.js'
-import type { StreamEntry } from '../stores/stream-log.js'
+import type { StreamEntry, StreamLog, StreamProducer } from '../stores/stream-log/types.js'
 import type { SseWriter } from './sse.js'
 
 /** Which layout a stream belongs to: it decides the resume URL. */
@@ -38,4 +38,32 @@ export async function pipeEntries (entries: AsyncIterable<StreamEntry>, sse: Sse
   } finally {
     sse.end()
   }
+}
+
+/** Where a reader's events come from: the log, after an event id; or the producer of a stream running here, from its start. */
+export type FollowSource = { log: Pick<StreamLog, 'read'>, id: string, after: number } | { producer: StreamProducer }
+
+/** Options of {@link followStream}. */
+export interface FollowOptions {
+  /** What the client gets of an entry; default its payload as stored (the Responses API renumbers `sequence_number`). */
+  payload?: ((entry: StreamEntry) => string) | undefined
+  /** Tells whether the terminal event went by ({@link pipeEntries}). */
+  seen?: { terminal: boolean } | undefined
+}
+
+/**
+ * Follows a stream on `sse` (a resumer's connection, or the one that started it): the entries of `source` (a durable
+ * run's producer gives only stored ones, DECISIONS 21), until the terminal event or the client leaving; then the
+ * response ends. The one resume-follow of every stream route.
+ */
+export async function followStream (sse: SseWriter, source: FollowSource, options: FollowOptions = {}): Promise<void> {
+  const entries = 'producer' in source
+    ? source.producer.followStored?.(0, sse.signal) ?? source.producer.follow(0, sse.signal)
+    : source.log.read(source.id, source.after, sse.signal)
+  const { payload } = options
+  await pipeEntries(payload === undefined ? entries : withPayloads(entries, payload), sse, options.seen)
+}
+
+async function * withPayloads (entries: AsyncIterable<StreamEntry>, payload: (entry: StreamEntry) => string): AsyncGenerator<StreamEntry> {
+  for await (const entry of entries) yield { ...entry, payload: payload(entry) }
 }

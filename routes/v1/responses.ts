@@ -2,11 +2,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { HttpError, sessionStoreDown } from '../../lib/domain/errors.js'
-import { openSseStream } from '../../lib/http/sse.js'
-import { pipeEntries, streamStoreDown } from '../../lib/http/resumable.js'
+import { followStream, pipeEntries, streamStoreDown } from '../../lib/http/resumable.js'
 import { UNFINISHED, cannotCancel, currentResponse, renumbered, responseOf } from '../../lib/dialects/openai/background.js'
 import { keepEnding } from '../../lib/dialects/openai/background-ending.js'
-import type { StreamEntry } from '../../lib/stores/stream-log.js'
+import type { StreamEntry } from '../../lib/stores/stream-log/types.js'
 import { namedEvent } from '../../lib/domain/named-events.js'
 import { OpenAIError, invalidRequest } from '../../lib/dialects/openai/errors.js'
 import { finishedStatus, outputItems, planResponse, responseBuilder, responsesEvents } from '../../lib/dialects/openai/responses.js'
@@ -15,7 +14,8 @@ import {
   DeletedResponse, InputItemList, InputItemsQuery, OPENAI_BODY_LIMIT, OpenAIErrorSchema, OpenAISseResponse, ResponseObjectSchema,
   ResponsesRequestSchema, openAIErrorResponses,
 } from '../../lib/dialects/openai/schemas.js'
-import { chainTurns, ownTurns, readChain, type StoredResponse } from '../../lib/stores/responses.js'
+import type { StoredResponse } from '../../lib/stores/responses/types.js'
+import { chainTurns, ownTurns, readChain } from '../../lib/stores/responses/chain.js'
 
 const notFound = (id: string) => new OpenAIError(404, `No response found with id '${id}'.`)
 
@@ -55,11 +55,6 @@ const responsesRoutes: FastifyPluginAsyncTypebox = async (app) => {
   /** Keeps a response under its owner; a store failure is logged (the answer is out or on its way). */
   const keep = async (owner: string, id: string, entry: StoredResponse, log: { error: (o: object, m: string) => void }) => {
     await store().put(owner, id, entry).catch((error: unknown) => { log.error({ err: error }, 'storing the response failed') })
-  }
-
-  /** A background response's stored events, then the live ones to its end, as readers get them (renumbered). */
-  async function * readFrom (id: string, after: number, signal: AbortSignal): AsyncGenerator<StreamEntry> {
-    for await (const entry of app.stores.streamLog.read(id, after, signal)) yield { ...entry, payload: renumbered(entry) }
   }
 
   /** Every stored event of a background response (a store that is down is a 503). */
@@ -188,9 +183,8 @@ const responsesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       started.finished.then(async () => { await keepEnding(app.stores, owner, builder.id) })
         .catch((error: unknown) => { request.log.error({ err: error }, 'keeping the background response failed') })
       if (!plan.stream) return queued
-      const sse = openSseStream(request, reply, { heartbeatMs: app.config.SSE_HEARTBEAT_SECONDS * 1000, registry: app.streams })
-      const entries = started.producer.followStored?.(0, sse.signal) ?? started.producer.follow(0, sse.signal)
-      await pipeEntries((async function * () { for await (const entry of entries) yield { ...entry, payload: renumbered(entry) } })(), sse)
+      // Readers get its events renumbered (sequence_number), as stored.
+      await followStream(app.sse.open(request, reply), { producer: started.producer }, { payload: renumbered })
       return reply
     }
     if (plan.stream) {
@@ -244,7 +238,7 @@ const responsesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     if (!stream) return await currentOf(request.identity, entry)
     if (entry.response['background'] !== true) throw invalidRequest('Only background responses can be streamed again.', 'stream')
     const info = await app.stores.streamLog.info(id, request.identity).catch(streamStoreDown)
-    const sse = openSseStream(request, reply, { heartbeatMs: app.config.SSE_HEARTBEAT_SECONDS * 1000, registry: app.streams })
+    const sse = app.sse.open(request, reply)
     if (info === null) {
       // Its events expired: only its last lifecycle event, as stored.
       const response = await currentOf(request.identity, entry)
@@ -255,7 +249,9 @@ const responsesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       return reply
     }
     // sequence_number is the entry's id - 1: the events after N start after entry N + 1.
-    await pipeEntries(readFrom(id, after + 1, sse.signal), sse).catch((error: unknown) => { request.log.warn({ err: error }, 'background stream read failed') })
+    await followStream(sse, { log: app.stores.streamLog, id, after: after + 1 }, { payload: renumbered }).catch((error: unknown) => {
+      request.log.warn({ err: error }, 'background stream read failed')
+    })
     return reply
   })
 

@@ -3,7 +3,7 @@
 import { test } from 'tap'
 import { SUPERSEDED_TEXT, supersededResults } from '../../lib/agent/approvals.js'
 import { INTERRUPTED_TOOL_TEXT } from '../../lib/agent/run.js'
-import type { PausedRun } from '../../lib/stores/run-store.js'
+import type { PausedRun } from '../../lib/stores/runs/types.js'
 import { pausedRun } from '../stores/run-store.contract.js'
 
 test('a paused turn\'s waiting calls are superseded; a kept run\'s started calls are interrupted', async (t) => {

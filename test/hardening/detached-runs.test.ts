@@ -9,7 +9,9 @@ import { cancel, readIdEvents, resume } from '../helpers/resumable.js'
 import { requireRedis } from '../helpers/redis.js'
 import { startFakeOpenAI } from '../fake-openai/server.js'
 import { keyIdentity } from '../../plugins/auth.js'
-import { createMemoryDetachedRuns, createRedisDetachedRuns, type DetachedRuns } from '../../lib/stores/detached-runs.js'
+import type { DetachedRuns } from '../../lib/stores/detached-runs/types.js'
+import { createMemoryDetachedRuns } from '../../lib/stores/detached-runs/memory.js'
+import { createRedisDetachedRuns } from '../../lib/stores/detached-runs/redis.js'
 
 t.setTimeout(120_000)
 

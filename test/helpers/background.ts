@@ -3,7 +3,7 @@
 import type { Cluster, Redis } from 'ioredis'
 import OpenAI from 'openai'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { streamKeys } from '../../lib/stores/redis-stream-log/layout.js'
+import { streamKeys } from '../../lib/stores/stream-log/redis/layout.js'
 import { ROOMY_LIMITS } from './agent.js'
 import { fakeEnv } from './fake-app.js'
 import { startReplica as startServer, type Replica as ServerReplica } from './durable-replicas.js'

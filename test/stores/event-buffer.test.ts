@@ -1,6 +1,7 @@
 import { test } from 'tap'
 import { once } from 'node:events'
-import { EventBuffer, type StreamEntry } from '../../lib/stores/stream-log.js'
+import type { StreamEntry } from '../../lib/stores/stream-log/types.js'
+import { EventBuffer } from '../../lib/stores/stream-log/event-buffer.js'
 
 const payloads = (entries: StreamEntry[]) => entries.map((entry) => entry.payload)
 

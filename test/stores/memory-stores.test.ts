@@ -1,7 +1,9 @@
 // In-process stores only: LRU eviction at maxSessions, idle TTL on an injected clock, option checks.
 import { test } from 'tap'
 import type { ChatTurn } from '../../lib/domain/types.js'
-import { createMemoryConversationLog, createMemoryRateLimitStore, createMemorySessionStore } from '../../lib/stores/memory.js'
+import { createMemorySessionStore } from '../../lib/stores/sessions/memory.js'
+import { createMemoryConversationLog } from '../../lib/stores/conversations/memory.js'
+import { createMemoryRateLimitStore } from '../../lib/stores/rate-limit/memory.js'
 
 const hi: ChatTurn[] = [{ role: 'user', content: 'hi' }]
 

@@ -1,8 +1,10 @@
 // ResponseStore.replace (a background response's final object, DECISIONS 21): it replaces a kept entry and keeps its
 // expiry (counted from the response's creation), and writes nothing once the entry was deleted. Memory and Redis.
 import { test, type Test } from 'tap'
-import { createMemoryResponseStore, createRedisResponseStore, redisResponseKey, type ResponseStore, type StoredResponse } from '../../lib/stores/responses.js'
-import { StoredStateLedger } from '../../lib/stores/stored-state.js'
+import { createMemoryResponseStore } from '../../lib/stores/responses/memory.js'
+import { createRedisResponseStore, redisResponseKey } from '../../lib/stores/responses/redis.js'
+import type { ResponseStore, StoredResponse } from '../../lib/stores/responses/types.js'
+import { StoredStateLedger } from '../../lib/stores/stored-state/memory.js'
 import { requireRedis } from '../helpers/redis.js'
 
 const entry = (status: string): StoredResponse => ({ response: { id: 'resp_1', status }, turns: [{ role: 'user', content: 'hi' }], previous: null })

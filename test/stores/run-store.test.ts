@@ -1,10 +1,12 @@
 // Paused-run stores: the shared contract against memory, Redis and a Redis Cluster, plus key layout and the in-process bound.
 import { randomUUID } from 'node:crypto'
 import { test } from 'tap'
-import { hashKey } from '../../lib/stores/redis-client.js'
-import { createRedisRunStore } from '../../lib/stores/redis-run-store.js'
-import { StoredStateFullError, StoredStateLedger, storedBytes } from '../../lib/stores/stored-state.js'
-import { createMemoryRunStore, type PausedRun } from '../../lib/stores/run-store.js'
+import { hashKey } from '../../lib/stores/shared/keys.js'
+import { createRedisRunStore } from '../../lib/stores/runs/redis.js'
+import { StoredStateLedger } from '../../lib/stores/stored-state/memory.js'
+import { StoredStateFullError, storedBytes } from '../../lib/stores/stored-state/types.js'
+import type { PausedRun } from '../../lib/stores/runs/types.js'
+import { createMemoryRunStore } from '../../lib/stores/runs/memory.js'
 import { listKeys, requireRedis, requireRedisCluster } from '../helpers/redis.js'
 import { pausedRun, runStoreContract } from './run-store.contract.js'
 

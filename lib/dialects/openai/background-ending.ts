@@ -3,8 +3,8 @@
 import { parseCheckpoint } from '../../agent/durable.js'
 import { INTERRUPTED_TOOL_TEXT } from '../../agent/run.js'
 import { appendTurn, unansweredCalls } from '../../domain/turns.js'
-import type { ResponseStore, StoredResponse } from '../../stores/responses.js'
-import type { StreamLog } from '../../stores/stream-log.js'
+import type { ResponseStore, StoredResponse } from '../../stores/responses/types.js'
+import type { StreamLog } from '../../stores/stream-log/types.js'
 import { UNFINISHED, responseOf } from './background.js'
 
 /** The stores a background response lives in. */

@@ -3,7 +3,6 @@ import { flatFormat } from '../../../lib/dialects/v1/request.js'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { randomUUID } from 'node:crypto'
 import { Type } from 'typebox'
-import { openSseStream } from '../../../lib/http/sse.js'
 import { resumeUrl, streamStoreDown } from '../../../lib/http/resumable.js'
 import { UI_MESSAGE_STREAM_HEADER, UI_MESSAGE_STREAM_VERSION, createUiMessageStream } from '../../../lib/dialects/ui/format.js'
 import { MAX_UI_JSON_FIELD_DEPTH, boundUiChatBody, uiMessagesToTurns } from '../../../lib/dialects/ui/messages.js'
@@ -146,8 +145,8 @@ const uiChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
     reply.header(UI_MESSAGE_STREAM_HEADER, UI_MESSAGE_STREAM_VERSION)
     reply.header('x-stream-id', streamId)
     reply.header('content-location', resumeUrl('versioned', streamId))
-    const sse = openSseStream(request, reply, { heartbeatMs: app.config.SSE_HEARTBEAT_SECONDS * 1000, registry: app.streams })
-    await app.resumable.follow(streamId, owner, app.stores.streamLog.read(streamId, 0, sse.signal), sse).catch((error: unknown) => {
+    const sse = app.sse.open(request, reply)
+    await app.resumable.follow(streamId, owner, { log: app.stores.streamLog, id: streamId, after: 0 }, sse).catch((error: unknown) => {
       request.log.warn({ err: error }, 'ui chat reconnect failed')
     })
     return reply
