@@ -66,7 +66,16 @@ function createAgent (app: FastifyInstance) {
     },
     // Tool approval is off (no store calls, every route as before) unless TOOL_APPROVAL_REQUIRED names a tool.
     ...(config.approvalPatterns.length === 0 ? {} : { needsApproval }),
-    approvals: config.approvalPatterns.length === 0 ? undefined : { store: app.stores.runs, ttlSeconds: config.TOOL_APPROVAL_TTL_SECONDS },
+    approvals: config.approvalPatterns.length === 0
+      ? undefined
+      : {
+          store: app.stores.runs,
+          ttlSeconds: config.TOOL_APPROVAL_TTL_SECONDS,
+          // A continuation's process that died frees the same continuation once its lease lapsed (README "Tool approval").
+          leaseSeconds: config.RUN_LEASE_SECONDS,
+          retrySafe: approvalMatcher(config.retrySafePatterns),
+          interrupted: (tool: string) => { app.metrics.toolCalls.inc({ tool, outcome: 'interrupted' }) },
+        },
   })
 
   /** Sends the headers the run's hooks add (budget token headers): after the first call's reservation or the settlement, they count it. */
@@ -124,7 +133,7 @@ function createAgent (app: FastifyInstance) {
      * stream exists (a store that is down is a 503 before anything started); `finished` once the run has ended.
      */
     async background (
-      request: FastifyRequest, spec: RunSpec, format: StreamFormat, options: { id: string, first: readonly string[], beforeEnd?: (state: RunState) => Promise<void> }
+      request: FastifyRequest, spec: RunSpec, format: StreamFormat, options: { id: string, first: readonly string[] }
     ): Promise<{ producer: StreamProducer, finished: Promise<void> }> {
       app.llm.limiter.assertAvailable(request.identity)
       const context: RunContext = {
@@ -139,10 +148,7 @@ function createAgent (app: FastifyInstance) {
       const record: DurableRecord = { identity: request.identity, conversationId: run.conversationId }
       const started = await app.resumable.startDetached(options.id, request.identity, format, JSON.stringify(record), run.observer?.link)
       for (const payload of options.first) started.producer.append(payload)
-      const sink = streamLogSink(started)
-      const { beforeEnd } = options
-      const ended: EventSink = beforeEnd === undefined ? sink : { ...sink, end: async (payloads) => { await beforeEnd(run.state); await sink.end(payloads) } }
-      const finished = service.stream({ ...context, signal: started.signal }, run, format, ended)
+      const finished = service.stream({ ...context, signal: started.signal }, run, format, streamLogSink(started))
         .catch((error: unknown) => { request.log.error({ err: error }, 'background run failed') })
       return { producer: started.producer, finished }
     },
