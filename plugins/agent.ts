@@ -9,6 +9,7 @@ import { UsageTally } from '../lib/agent/usage.js'
 import { heldSink, sseSink, streamLogSink } from '../lib/http/run-sinks.js'
 import { openSseStream } from '../lib/http/sse.js'
 import type { StreamFormat } from '../lib/agent/stream-format.js'
+import type { DialectName } from '../lib/dialects/names.js'
 import type { StreamLayout } from '../lib/http/resumable.js'
 import type { DurableRecord } from '../lib/agent/durable.js'
 import type { StreamProducer } from '../lib/stores/stream-log.js'
@@ -106,7 +107,7 @@ function createAgent (app: FastifyInstance) {
      * a client that leaves aborts the model call.
      */
     async json (
-      request: FastifyRequest, reply: FastifyReply, spec: RunSpec | { continuation: Continuation }, dialect = 'json'
+      request: FastifyRequest, reply: FastifyReply, spec: RunSpec | { continuation: Continuation }, dialect: DialectName
     ): Promise<JsonResult> {
       const context = contextOf(request, reply, disconnectSignal(request, reply))
       const run = 'continuation' in spec

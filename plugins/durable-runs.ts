@@ -22,7 +22,7 @@ interface DurableFormat {
   resume: (claim: ClaimedStream, durable: DurableStreams, modelInterrupted: boolean) => Promise<StreamFormat>
 }
 
-/** The formats whose runs can be durable, by the name the stream log records. */
+/** The formats whose runs can be durable, by the name the stream log records (their `logName`, not the dialect's). */
 const DURABLE_FORMATS: ReadonlyMap<string, DurableFormat> = new Map<string, DurableFormat>([
   ['agent', { tokenText: agentTokenText, resume: async () => agentEvents }],
   // The UI stream's format has state (its message id, the open text part and step): read back from what was stored.

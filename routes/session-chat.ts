@@ -79,7 +79,7 @@ const sessionChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
     if (request.body.stream === true) return await answerStream(request, reply, request.body)
     const started = performance.now()
     const { sessionId, spec } = sessionRun(request.body)
-    const result = await app.agent.json(request, reply, spec)
+    const result = await app.agent.json(request, reply, spec, 'session')
     return {
       content: result.content,
       session_id: sessionId,
