@@ -14,7 +14,7 @@ import type { StreamFormat } from '../lib/agent/stream-format.js'
 import type { DialectName } from '../lib/dialects/names.js'
 import type { StreamLayout } from '../lib/http/resumable.js'
 import type { DurableRecord } from '../lib/agent/durable.js'
-import type { StreamProducer } from '../lib/stores/stream-log.js'
+import type { StreamProducer } from '../lib/stores/stream-log/types.js'
 
 /** Who asks for a request's run, as the auth and run-hooks plugins decorated it. */
 const askerOf = (request: FastifyRequest): Asker => ({ owner: request.identity, parent: request.runParent })

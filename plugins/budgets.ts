@@ -2,15 +2,15 @@
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import { createBudgetHooks, windowHeaders, type BudgetSubject } from '../lib/budgets/hooks.js'
-import { withBudgetFallback } from '../lib/budgets/fallback.js'
-import { createMemoryBudgetStore } from '../lib/budgets/memory-store.js'
+import { withBudgetFallback } from '../lib/budgets/store/fallback.js'
+import { createMemoryBudgetStore } from '../lib/budgets/store/memory.js'
 import { nanoOfUsd } from '../lib/domain/prices.js'
-import { createRedisBudgetStore } from '../lib/budgets/redis-store.js'
+import { createRedisBudgetStore } from '../lib/budgets/store/redis.js'
 import { usageReport, type UsageReport } from '../lib/budgets/report.js'
 import type { KeyBudgets } from '../lib/config/keys-file.js'
 import type { BudgetLimits } from '../lib/config/budgets.js'
-import { periodsOf, type BudgetStore, type WindowState } from '../lib/budgets/store.js'
-import { closeRedisClient, createRedisClient, createRedisClusterClient, hashKey, waitForRedis } from '../lib/stores/redis-client.js'
+import { periodsOf, type BudgetStore, type WindowState } from '../lib/budgets/store/types.js'
+import { closeRedisClient, createRedisClient, createRedisClusterClient, hashKey, waitForRedis } from '../lib/stores/redis/connections.js'
 
 export interface Budgets {
   readonly store: BudgetStore

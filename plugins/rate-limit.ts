@@ -18,7 +18,7 @@ import fp from 'fastify-plugin'
 import fastifyRateLimit, { normalizeIP } from '@fastify/rate-limit'
 import type { FastifyRequest } from 'fastify'
 import { HttpError } from '../lib/domain/errors.js'
-import { slidingWindowStore, type WindowLimit } from '../lib/stores/rate-limit-plugin-store.js'
+import { slidingWindowStore, type WindowLimit } from '../lib/stores/rate-limit/plugin-store.js'
 import { endpointLabel } from './metrics.js'
 import { isOpenRoute } from './auth.js'
 

@@ -4,7 +4,7 @@ import fp from 'fastify-plugin'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { pipeEntries, resumeUrl, streamStoreDown, type StreamLayout } from '../lib/http/resumable.js'
 import { openSseStream, type SseWriter } from '../lib/http/sse.js'
-import { HANDOVER, type StreamEntry, type StreamProducer } from '../lib/stores/stream-log.js'
+import { HANDOVER, type StreamEntry, type StreamProducer } from '../lib/stores/stream-log/types.js'
 import type { StreamFormat } from '../lib/agent/stream-format.js'
 
 /** A resumable stream as its route runs it. */

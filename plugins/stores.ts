@@ -1,15 +1,15 @@
 // Stores plugin: sessions, rate-limit windows, the conversation log and the stream log, in process or in Redis (REDIS_URL, REDIS_CLUSTER).
 import fp from 'fastify-plugin'
-import { createMemoryConversationLog, createMemoryRateLimitStore, createMemorySessionStore } from '../lib/stores/memory.js'
-import type { ConversationLog, RateLimitStore, SessionStore } from '../lib/stores/types.js'
-import type { StreamLog } from '../lib/stores/stream-log.js'
-import { createMemoryStreamLog } from '../lib/stores/memory-stream-log.js'
-import { createMemoryChatStreamIndex, createRedisChatStreamIndex, type ChatStreamIndex } from '../lib/stores/chat-streams.js'
-import { createMemoryResponseStore, createRedisResponseStore, redisResponseKey, type ResponseStore } from '../lib/stores/responses.js'
-import { createMemoryRunStore, type RunStore } from '../lib/stores/run-store.js'
-import { createRedisRunStore } from '../lib/stores/redis-run-store.js'
-import { StoredStateLedger } from '../lib/stores/stored-state.js'
-import { createMemoryDetachedRuns, createRedisDetachedRuns, type DetachedRuns } from '../lib/stores/detached-runs.js'
+import { createMemoryConversationLog, createMemoryRateLimitStore, createMemorySessionStore } from '../lib/stores/sessions/memory.js'
+import type { ConversationLog, RateLimitStore, SessionStore } from '../lib/stores/sessions/types.js'
+import type { StreamLog } from '../lib/stores/stream-log/types.js'
+import { createMemoryStreamLog } from '../lib/stores/stream-log/memory.js'
+import { createMemoryChatStreamIndex, createRedisChatStreamIndex, type ChatStreamIndex } from '../lib/stores/chat-streams/types.js'
+import { createMemoryResponseStore, createRedisResponseStore, redisResponseKey, type ResponseStore } from '../lib/stores/responses/types.js'
+import { createMemoryRunStore, type RunStore } from '../lib/stores/runs/types.js'
+import { createRedisRunStore } from '../lib/stores/runs/redis.js'
+import { StoredStateLedger } from '../lib/stores/stored-state/memory.js'
+import { createMemoryDetachedRuns, createRedisDetachedRuns, type DetachedRuns } from '../lib/stores/detached-runs/types.js'
 
 /** How long a detached run counts without its process refreshing it (README, resumable streams). */
 const DETACHED_LEASE_MS = 30_000
@@ -70,9 +70,9 @@ export default fp<StoresPluginOptions>(async (app, options) => {
       closeRedisClient, createRedisClient, createRedisClusterClient, createRedisConversationLog, createRedisRateLimitStore,
       createRedisSessionStore, waitForRedis, withConversationLogOutages, withRateLimitFallback, withSessionOutageLog,
     } = await import('../lib/stores/redis.js')
-    const { streamLogConnections } = await import('../lib/stores/redis-stream-log/connections.js')
-    const { createRedisStoredState } = await import('../lib/stores/redis/stored-state.js')
-    const { createRedisStreamLog } = await import('../lib/stores/redis-stream-log/log.js')
+    const { streamLogConnections } = await import('../lib/stores/stream-log/redis/connections.js')
+    const { createRedisStoredState } = await import('../lib/stores/stored-state/redis.js')
+    const { createRedisStreamLog } = await import('../lib/stores/stream-log/redis.js')
     const clientOptions = { logger: app.log, connectionName: 'agent-chat-api' }
     const redis = config.REDIS_CLUSTER
       ? createRedisClusterClient(config.REDIS_URL, clientOptions)

@@ -3,7 +3,7 @@
 // scope's waiting run is shown or dropped. Without approval ports (TOOL_APPROVAL_REQUIRED unset) it does nothing.
 import { ApprovalNotFoundError, sessionStoreDown } from '../domain/errors.js'
 import type { ChatTurn, ContentBlock, ToolResultBlock } from '../domain/types.js'
-import type { ApprovalRecord, PausedRun, RunStore } from '../stores/run-store.js'
+import type { ApprovalRecord, PausedRun, RunStore } from '../stores/runs/types.js'
 import {
   approvalStoreDown, approvalView, claimAnswers, EXPIRED_TEXT, issueApprovals, newApprovalId, supersededResults,
   type AnswerScope, type ApprovalAnswer, type PendingApprovalView,

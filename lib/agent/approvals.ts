@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto'
 import { ApprovalAnsweredError, ApprovalNotFoundError, StoreUnavailableError } from '../domain/errors.js'
 import type { ToolResultBlock } from '../domain/types.js'
-import { claimable, type ApprovalFamily, type ApprovalRecord, type PausedRun, type RunStore } from '../stores/run-store.js'
+import { claimable, type ApprovalFamily, type ApprovalRecord, type PausedRun, type RunStore } from '../stores/runs/types.js'
 import { RequestValidationError } from '../input/validation.js'
 import type { ApprovalDecision } from './run.js'
 import { isRunState, type RunState } from './state.js'

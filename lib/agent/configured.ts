@@ -2,7 +2,7 @@
 // (lib/config/config.ts), over the stores, tools, hooks and model provider it is handed (plugins/agent.ts).
 import { approvalMatcher } from '../config/approval-policy.js'
 import type { AppConfig } from '../config/config.js'
-import type { RunStore } from '../stores/run-store.js'
+import type { RunStore } from '../stores/runs/types.js'
 import { createAgentService, type AgentPorts } from './service.js'
 
 /** The settings the service reads. */

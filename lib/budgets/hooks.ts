@@ -10,7 +10,7 @@ import { costNano, reserveNano, usdOfNano, type ModelPrice } from '../domain/pri
 import type { BudgetLimits } from '../config/budgets.js'
 import {
   nextDayStart, nextMonthStart, periodsOf, type BudgetName, type BudgetStore, type ReserveResult, type SettledUsage, type WindowState,
-} from './store.js'
+} from './store/types.js'
 
 /** Who a budget belongs to, as the hooks and the usage route see it. */
 export interface BudgetSubject {

@@ -1,7 +1,7 @@
 // The answer of GET /api/v1/usage: an identity's budgets (settled + reserved) and its settled spend by model.
 import { usdOfNano } from '../domain/prices.js'
 import type { BudgetSubject } from './hooks.js'
-import { nextDayStart, nextMonthStart, type PeriodSpend, type UsageSnapshot } from './store.js'
+import { nextDayStart, nextMonthStart, type PeriodSpend, type UsageSnapshot } from './store/types.js'
 
 export interface TokenBudgetReport { limit: number, used: number, remaining: number, reset_seconds: number }
 export interface UsdBudgetReport { limit: number, used: number, remaining: number, resets_at: string }

@@ -6,7 +6,7 @@ import { mergeVariables, readDotenvFile, readSettings, SettingsError, splitList,
 import { parseApprovalPatterns } from './approval-policy.js'
 import { ConfigError } from '../domain/errors.js'
 import { isProviderKind, providerNamesText, type ProviderKind } from '../llm/providers/registry.js'
-import { checkRedisSettings } from '../stores/redis-url.js'
+import { checkRedisSettings } from '../stores/redis/url.js'
 import { loadKnowledgeBaseFile } from './knowledge-base-file.js'
 import { loadMcpConfig } from './mcp-file.js'
 import type { McpServerConfig } from '../tools/mcp/server-config.js'

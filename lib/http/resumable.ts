@@ -1,7 +1,7 @@
 // Resumable streams as routes use them (README "Resumable streams"): the resume URL of a layout, the option a body asks
 // for, the stream store being down, and piping a stream's entries to an SSE response. The plugin (plugins/resumable.ts) runs them.
 import { StoreUnavailableError } from '../domain/errors.js'
-import type { StreamEntry } from '../stores/stream-log.js'
+import type { StreamEntry } from '../stores/stream-log/types.js'
 import type { SseWriter } from './sse.js'
 
 /** Which layout a stream belongs to: it decides the resume URL. */

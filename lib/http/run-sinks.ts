@@ -2,7 +2,7 @@
 // stream's log, and a sink that holds payloads back until the stream opens (StreamFormat.opening).
 import type { EventSink } from '../agent/service.js'
 import { isAbortError } from '../llm/abort.js'
-import { HANDOVER, SUPERSEDED, type StreamProducer } from '../stores/stream-log.js'
+import { HANDOVER, SUPERSEDED, type StreamProducer } from '../stores/stream-log/types.js'
 import type { Checkpoint } from '../agent/run.js'
 import type { StoredCheckpoint } from '../agent/durable.js'
 import type { SseWriter } from './sse.js'

@@ -10,10 +10,10 @@ export {
   type RedisConnection,
   type RedisClientOptions,
   type RedisLogger,
-} from './redis-client.js'
-export { createRedisSessionStore, type RedisSessionStoreOptions } from './redis-sessions.js'
-export { createRedisRateLimitStore, type RedisRateLimitStoreOptions } from './redis-rate-limit.js'
-export { createRedisConversationLog, type RedisConversationLogOptions } from './redis-log.js'
+} from './redis/connections.js'
+export { createRedisSessionStore, type RedisSessionStoreOptions } from './sessions/redis.js'
+export { createRedisRateLimitStore, type RedisRateLimitStoreOptions } from './rate-limit/redis.js'
+export { createRedisConversationLog, type RedisConversationLogOptions } from './conversations/redis.js'
 export {
   createOutageTracker,
   withConversationLogOutages,
@@ -21,5 +21,5 @@ export {
   withSessionOutageLog,
   type OutageTracker,
   type RateLimitFallbackOptions,
-} from './redis-fallback.js'
-export { checkRedisSettings, parseClusterUrls, RedisUrlError, type RedisClusterSettings, type RedisSeedNode } from './redis-url.js'
+} from './rate-limit/fallback.js'
+export { checkRedisSettings, parseClusterUrls, RedisUrlError, type RedisClusterSettings, type RedisSeedNode } from './redis/url.js'

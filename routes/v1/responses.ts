@@ -5,7 +5,7 @@ import { HttpError, sessionStoreDown } from '../../lib/domain/errors.js'
 import { openSseStream } from '../../lib/http/sse.js'
 import { pipeEntries, streamStoreDown } from '../../lib/http/resumable.js'
 import { UNFINISHED, cannotCancel, currentResponse, renumbered, responseOf } from '../../lib/dialects/openai/background.js'
-import type { StreamEntry } from '../../lib/stores/stream-log.js'
+import type { StreamEntry } from '../../lib/stores/stream-log/types.js'
 import { namedEvent } from '../../lib/domain/named-events.js'
 import { OpenAIError, invalidRequest } from '../../lib/dialects/openai/errors.js'
 import { finishedStatus, outputItems, planResponse, responseBuilder, responsesEvents } from '../../lib/dialects/openai/responses.js'
@@ -14,7 +14,7 @@ import {
   DeletedResponse, InputItemList, InputItemsQuery, OPENAI_BODY_LIMIT, OpenAIErrorSchema, OpenAISseResponse, ResponseObjectSchema,
   ResponsesRequestSchema, openAIErrorResponses,
 } from '../../lib/dialects/openai/schemas.js'
-import { chainTurns, ownTurns, readChain, type StoredResponse } from '../../lib/stores/responses.js'
+import { chainTurns, ownTurns, readChain, type StoredResponse } from '../../lib/stores/responses/types.js'
 
 const notFound = (id: string) => new OpenAIError(404, `No response found with id '${id}'.`)
 

@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Test } from 'tap'
 import type { BudgetLimits } from '../../lib/config/budgets.js'
-import type { BudgetStore, Reservation, ReserveRequest, SettledUsage } from '../../lib/budgets/store.js'
+import type { BudgetStore, Reservation, ReserveRequest, SettledUsage } from '../../lib/budgets/store/types.js'
 
 export interface BudgetStoreHarness {
   /** A fresh store (its keys private to it), with the harness's window unless another is given. */

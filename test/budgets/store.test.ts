@@ -2,8 +2,8 @@
 import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { test } from 'tap'
-import { createMemoryBudgetStore } from '../../lib/budgets/memory-store.js'
-import { createRedisBudgetStore } from '../../lib/budgets/redis-store.js'
+import { createMemoryBudgetStore } from '../../lib/budgets/store/memory.js'
+import { createRedisBudgetStore } from '../../lib/budgets/store/redis.js'
 import { listKeys, requireRedis, requireRedisCluster } from '../helpers/redis.js'
 import { budgetStoreContract, request, usageOf } from './budget-store.contract.js'
 

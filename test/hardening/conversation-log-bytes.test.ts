@@ -1,8 +1,8 @@
 // Issue 11 point 2: the in-process conversation log is bounded in bytes and stores bounded entries.
 import { test } from 'tap'
-import { createMemoryConversationLog } from '../../lib/stores/memory.js'
-import { LOGGED_TEXT_MAX_CHARS, LOGGED_TURNS_MAX, recordBytes } from '../../lib/stores/conversation-bounds.js'
-import type { ConversationRecord } from '../../lib/stores/types.js'
+import { createMemoryConversationLog } from '../../lib/stores/sessions/memory.js'
+import { LOGGED_TEXT_MAX_CHARS, LOGGED_TURNS_MAX, recordBytes } from '../../lib/stores/conversations/bounds.js'
+import type { ConversationRecord } from '../../lib/stores/sessions/types.js'
 import { buildTestApp } from '../helpers/app.js'
 
 function record (n: number, text = `question ${n}`): ConversationRecord {

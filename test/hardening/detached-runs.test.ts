@@ -9,7 +9,7 @@ import { cancel, readIdEvents, resume } from '../helpers/resumable.js'
 import { requireRedis } from '../helpers/redis.js'
 import { startFakeOpenAI } from '../fake-openai/server.js'
 import { keyIdentity } from '../../plugins/auth.js'
-import { createMemoryDetachedRuns, createRedisDetachedRuns, type DetachedRuns } from '../../lib/stores/detached-runs.js'
+import { createMemoryDetachedRuns, createRedisDetachedRuns, type DetachedRuns } from '../../lib/stores/detached-runs/types.js'
 
 t.setTimeout(120_000)
 

@@ -7,7 +7,7 @@ import { createToolRegistry } from '../../lib/tools/registry.js'
 import { createKnowledgeBase } from '../../lib/tools/knowledge-base.js'
 import { createOfflineProvider } from '../../lib/llm/providers/offline/provider.js'
 import { estimateTextTokens, estimateTokens } from '../../lib/llm/tokens.js'
-import { estimateTokens as trimEstimate } from '../../lib/stores/memory-trim.js'
+import { estimateTokens as trimEstimate } from '../../lib/stores/sessions/trim.js'
 import type { ChatTurn } from '../../lib/domain/types.js'
 import { buildTestApp } from '../helpers/app.js'
 

@@ -4,7 +4,7 @@ import t from 'tap'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { randomUUID } from 'node:crypto'
-import { createMemoryStreamLog } from '../../lib/stores/memory-stream-log.js'
+import { createMemoryStreamLog } from '../../lib/stores/stream-log/memory.js'
 
 setFlagsFromString('--expose-gc')
 const gc = runInNewContext('gc') as () => void

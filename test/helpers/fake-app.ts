@@ -1,7 +1,7 @@
 // Test harness for the chat routes: the real app, its real Anthropic SDK talking to a fresh fake Anthropic server.
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { BuildAppOptions } from '../../app.js'
-import type { ConversationRecord } from '../../lib/stores/types.js'
+import type { ConversationRecord } from '../../lib/stores/sessions/types.js'
 import { startFakeAnthropic, type FakeAnthropicOptions } from '../fake-anthropic/server.js'
 import { buildTestApp } from './app.js'
 import type { Teardown } from './teardown.js'

@@ -11,7 +11,7 @@ import { Cluster, Redis } from 'ioredis'
 import tap, { type Test } from 'tap'
 import {
   closeRedisClient, createRedisClient, createRedisClusterClient, waitForRedis, type RedisClientOptions,
-} from '../../lib/stores/redis-client.js'
+} from '../../lib/stores/redis/connections.js'
 
 /** Where the tests look for Redis: `REDIS_URL`, else the local default. */
 export const REDIS_URL = process.env.REDIS_URL !== undefined && process.env.REDIS_URL !== ''

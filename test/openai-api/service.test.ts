@@ -4,7 +4,7 @@ import { createAgentService, type AgentPorts, type RunContext } from '../../lib/
 import { findArithmeticExpression } from '../../lib/llm/arithmetic-in-text.js'
 import { createOfflineProvider } from '../../lib/llm/providers/offline/provider.js'
 import { createModelRouter } from '../../lib/llm/router.js'
-import { createMemoryConversationLog, createMemorySessionStore } from '../../lib/stores/memory.js'
+import { createMemoryConversationLog, createMemorySessionStore } from '../../lib/stores/sessions/memory.js'
 import { CALCULATOR_TOOL, KNOWLEDGE_BASE_TOOL } from '../../lib/tools/builtin.js'
 import { BUILT_IN_DOCUMENTS, createKnowledgeBase } from '../../lib/tools/knowledge-base.js'
 import { createToolRegistry } from '../../lib/tools/registry.js'

@@ -1,7 +1,7 @@
 // REDIS_CLUSTER settings: seed lists parsed, bad combinations stop startup with one line that names the variable and hides passwords.
 import { test } from 'tap'
 import { ConfigError, loadConfig } from '../../lib/config/config.js'
-import { parseClusterUrls } from '../../lib/stores/redis-url.js'
+import { parseClusterUrls } from '../../lib/stores/redis/url.js'
 
 test('a comma list of seed URLs with REDIS_CLUSTER=true', async (t) => {
   const config = loadConfig({ env: { REDIS_CLUSTER: 'true', REDIS_URL: 'redis://10.0.0.1:7000, redis://10.0.0.2:7001,redis://cache-3' } })

@@ -4,7 +4,7 @@
 // to the terminal event, and a later resume replays the same.
 import { test, type Test } from 'tap'
 import type { App } from '../../app.js'
-import { streamKeys } from '../../lib/stores/redis-stream-log/layout.js'
+import { streamKeys } from '../../lib/stores/stream-log/redis/layout.js'
 import { startFakeAnthropic } from '../fake-anthropic/server.js'
 import { ROOMY_LIMITS, eventually } from '../helpers/agent.js'
 import { buildTestApp } from '../helpers/app.js'

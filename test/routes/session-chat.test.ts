@@ -2,7 +2,7 @@
 // the offline agent, and the conversation log written after the response.
 import { test } from 'tap'
 import { BUILT_IN_DOCUMENTS } from '../../lib/tools/knowledge-base.js'
-import type { ConversationRecord } from '../../lib/stores/types.js'
+import type { ConversationRecord } from '../../lib/stores/sessions/types.js'
 import { buildTestApp } from '../helpers/app.js'
 import { assertSseHeaders, readSse } from '../helpers/sse-client.js'
 import { ROOMY_LIMITS, eventually } from '../helpers/agent.js'

@@ -2,8 +2,8 @@
 import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { test, type Test } from 'tap'
-import { createMemoryChatStreamIndex, createRedisChatStreamIndex, type ChatStreamIndex } from '../../lib/stores/chat-streams.js'
-import { hashKey } from '../../lib/stores/redis-client.js'
+import { createMemoryChatStreamIndex, createRedisChatStreamIndex, type ChatStreamIndex } from '../../lib/stores/chat-streams/types.js'
+import { hashKey } from '../../lib/stores/redis/connections.js'
 import { listKeys, requireRedis } from '../helpers/redis.js'
 
 function contract (t: Test, make: (ttlSeconds: number) => Promise<ChatStreamIndex>): void {

@@ -1,6 +1,6 @@
 // The ConversationLog contract: one suite for every implementation (memory ring buffer, Redis stream).
 import type { Test } from 'tap'
-import type { ConversationLog, ConversationRecord } from '../../lib/stores/types.js'
+import type { ConversationLog, ConversationRecord } from '../../lib/stores/sessions/types.js'
 
 /** A fresh, empty log holding at most `maxEntries` records (exactly). */
 export type ConversationLogFactory = (maxEntries: number) => Promise<ConversationLog>

@@ -1,8 +1,8 @@
 // Conversation logs: the shared contract against the memory ring buffer and the Redis stream (single and cluster), plus approximate MAXLEN and expiry.
 import { randomUUID } from 'node:crypto'
 import { test } from 'tap'
-import { createMemoryConversationLog } from '../../lib/stores/memory.js'
-import { createRedisConversationLog } from '../../lib/stores/redis-log.js'
+import { createMemoryConversationLog } from '../../lib/stores/sessions/memory.js'
+import { createRedisConversationLog } from '../../lib/stores/conversations/redis.js'
 import { requireRedis, requireRedisCluster } from '../helpers/redis.js'
 import { conversationLogContract, record } from './conversation-log.contract.js'
 

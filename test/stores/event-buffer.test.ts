@@ -1,6 +1,6 @@
 import { test } from 'tap'
 import { once } from 'node:events'
-import { EventBuffer, type StreamEntry } from '../../lib/stores/stream-log.js'
+import { EventBuffer, type StreamEntry } from '../../lib/stores/stream-log/types.js'
 
 const payloads = (entries: StreamEntry[]) => entries.map((entry) => entry.payload)
 

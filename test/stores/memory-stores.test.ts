@@ -1,7 +1,7 @@
 // In-process stores only: LRU eviction at maxSessions, idle TTL on an injected clock, option checks.
 import { test } from 'tap'
 import type { ChatTurn } from '../../lib/domain/types.js'
-import { createMemoryConversationLog, createMemoryRateLimitStore, createMemorySessionStore } from '../../lib/stores/memory.js'
+import { createMemoryConversationLog, createMemoryRateLimitStore, createMemorySessionStore } from '../../lib/stores/sessions/memory.js'
 
 const hi: ChatTurn[] = [{ role: 'user', content: 'hi' }]
 

@@ -7,7 +7,7 @@ import {
   estimateTokens,
   isHistoryStart,
   trimTurns,
-} from '../../lib/stores/memory-trim.js'
+} from '../../lib/stores/sessions/trim.js'
 
 const user = (text: string): ChatTurn => ({ role: 'user', content: text })
 const assistant = (text: string): ChatTurn => ({ role: 'assistant', content: text })

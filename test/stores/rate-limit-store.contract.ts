@@ -3,8 +3,8 @@
 // plus the window stores' own `undo`, which a two-window child relies on.
 import type { Test } from 'tap'
 import type { FastifyRateLimitOptions, FastifyRateLimitStore } from '@fastify/rate-limit'
-import { slidingWindowStore, type IncrResult } from '../../lib/stores/rate-limit-plugin-store.js'
-import type { RateLimitStore } from '../../lib/stores/types.js'
+import { slidingWindowStore, type IncrResult } from '../../lib/stores/rate-limit/plugin-store.js'
+import type { RateLimitStore } from '../../lib/stores/sessions/types.js'
 
 /** One `incr` as the plugin makes it (callback style). */
 export async function incr (store: FastifyRateLimitStore, key: string, timeWindow: number, max: number): Promise<IncrResult> {

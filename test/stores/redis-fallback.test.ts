@@ -1,12 +1,12 @@
 // Redis outages seen from the stores, on a private redis-server: rate limits fall back to per-process
 // windows (never off), a hung Redis is probed by one hit at a time, and each part logs an outage once.
 import { test } from 'tap'
-import { createMemoryRateLimitStore, createMemorySessionStore } from '../../lib/stores/memory.js'
-import { closeRedisClient, createRedisClient, hashKey, waitForRedis, type RedisLogger } from '../../lib/stores/redis-client.js'
-import { withConversationLogOutages, withRateLimitFallback, withSessionOutageLog } from '../../lib/stores/redis-fallback.js'
-import { createRedisConversationLog } from '../../lib/stores/redis-log.js'
-import { createRedisRateLimitStore } from '../../lib/stores/redis-rate-limit.js'
-import { createRedisSessionStore } from '../../lib/stores/redis-sessions.js'
+import { createMemoryRateLimitStore, createMemorySessionStore } from '../../lib/stores/sessions/memory.js'
+import { closeRedisClient, createRedisClient, hashKey, waitForRedis, type RedisLogger } from '../../lib/stores/redis/connections.js'
+import { withConversationLogOutages, withRateLimitFallback, withSessionOutageLog } from '../../lib/stores/rate-limit/fallback.js'
+import { createRedisConversationLog } from '../../lib/stores/conversations/redis.js'
+import { createRedisRateLimitStore } from '../../lib/stores/rate-limit/redis.js'
+import { createRedisSessionStore } from '../../lib/stores/sessions/redis.js'
 import { privateRedisServer } from '../helpers/redis.js'
 import { record } from './conversation-log.contract.js'
 

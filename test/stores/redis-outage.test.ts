@@ -1,10 +1,10 @@
 // Redis outages: on a private redis-server, stores reject promptly while it is down or hung, and recover by themselves.
 import { setTimeout as sleep } from 'node:timers/promises'
 import { test } from 'tap'
-import { closeRedisClient, createRedisClient, waitForRedis, type RedisLogger } from '../../lib/stores/redis-client.js'
-import { createRedisConversationLog } from '../../lib/stores/redis-log.js'
-import { createRedisRateLimitStore } from '../../lib/stores/redis-rate-limit.js'
-import { createRedisSessionStore } from '../../lib/stores/redis-sessions.js'
+import { closeRedisClient, createRedisClient, waitForRedis, type RedisLogger } from '../../lib/stores/redis/connections.js'
+import { createRedisConversationLog } from '../../lib/stores/conversations/redis.js'
+import { createRedisRateLimitStore } from '../../lib/stores/rate-limit/redis.js'
+import { createRedisSessionStore } from '../../lib/stores/sessions/redis.js'
 import { privateRedisServer } from '../helpers/redis.js'
 import { record } from './conversation-log.contract.js'
 

@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Test } from 'tap'
 import { newRunState } from '../../lib/agent/state.js'
-import type { ApprovalFamily, PausedRun, RunStore } from '../../lib/stores/run-store.js'
+import type { ApprovalFamily, PausedRun, RunStore } from '../../lib/stores/runs/types.js'
 
 /** Builds a fresh, empty store for one subtest (approvals expire after `ttlSeconds`, default an hour). */
 export type RunStoreFactory = (options?: { ttlSeconds?: number }) => Promise<RunStore>

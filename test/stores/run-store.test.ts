@@ -1,10 +1,10 @@
 // Paused-run stores: the shared contract against memory, Redis and a Redis Cluster, plus key layout and the in-process bound.
 import { randomUUID } from 'node:crypto'
 import { test } from 'tap'
-import { hashKey } from '../../lib/stores/redis-client.js'
-import { createRedisRunStore } from '../../lib/stores/redis-run-store.js'
-import { StoredStateFullError, StoredStateLedger, storedBytes } from '../../lib/stores/stored-state.js'
-import { createMemoryRunStore, type PausedRun } from '../../lib/stores/run-store.js'
+import { hashKey } from '../../lib/stores/redis/connections.js'
+import { createRedisRunStore } from '../../lib/stores/runs/redis.js'
+import { StoredStateFullError, StoredStateLedger, storedBytes } from '../../lib/stores/stored-state/memory.js'
+import { createMemoryRunStore, type PausedRun } from '../../lib/stores/runs/types.js'
 import { listKeys, requireRedis, requireRedisCluster } from '../helpers/redis.js'
 import { pausedRun, runStoreContract } from './run-store.contract.js'
 

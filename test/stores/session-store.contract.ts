@@ -1,8 +1,8 @@
 // The SessionStore contract: one suite every implementation (memory, Redis) must pass.
 import type { Test } from 'tap'
 import type { ChatTurn } from '../../lib/domain/types.js'
-import { trimTurns } from '../../lib/stores/memory-trim.js'
-import type { SessionStore } from '../../lib/stores/types.js'
+import { trimTurns } from '../../lib/stores/sessions/trim.js'
+import type { SessionStore } from '../../lib/stores/sessions/types.js'
 
 /** Builds a fresh, empty store for one subtest. */
 export type SessionStoreFactory = () => Promise<SessionStore>

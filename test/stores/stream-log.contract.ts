@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Test } from 'tap'
-import type { StreamEntry, StreamLog, StreamStartOptions } from '../../lib/stores/stream-log.js'
+import type { StreamEntry, StreamLog, StreamStartOptions } from '../../lib/stores/stream-log/types.js'
 
 /** Settings of one log under test. */
 export interface StreamLogSettings { ttlSeconds: number, leaseMs: number }

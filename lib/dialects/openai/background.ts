@@ -1,7 +1,7 @@
 // Background responses (DECISIONS 21) as their readers see them: a durable run's stream log, one Responses event per
 // entry, read back into the current Response object, and renumbered so `sequence_number` is the entry's place.
 import { namedEvent, parseNamedEvent } from '../../domain/named-events.js'
-import type { StreamEntry } from '../../stores/stream-log.js'
+import type { StreamEntry } from '../../stores/stream-log/types.js'
 import type { Item } from './input-items.js'
 
 /** The statuses a background response has before it ends. */

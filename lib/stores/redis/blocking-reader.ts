@@ -1,7 +1,7 @@
 // A blocking reader of Redis streams that follows its hash slot across a cluster: one XREAD BLOCK connection per group of streams.
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Cluster } from 'ioredis'
-import { clusterMaster, waitForRedis, type Redis, type RedisConnection, type RedisLogger, type RedisNodeAddress } from '../redis-client.js'
+import { clusterMaster, waitForRedis, type Redis, type RedisConnection, type RedisLogger, type RedisNodeAddress } from './connections.js'
 
 const asError = (error: unknown): Error => error instanceof Error ? error : new Error(String(error))
 

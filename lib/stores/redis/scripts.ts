@@ -1,6 +1,6 @@
 // Lua scripts of the Redis stores: defined once (text and SHA), run one at a time or many in pipelines, EVALSHA first.
 import { createHash } from 'node:crypto'
-import type { RedisConnection } from '../redis-client.js'
+import type { RedisConnection } from './connections.js'
 
 /** One call of a script in a batch; calls of one `group` go in one pipeline (in a cluster: one slot). */
 export interface ScriptCall { group: string, keys: readonly string[], args: ReadonlyArray<string | number> }
