@@ -1,20 +1,9 @@
 // POST /chat's body -> run mapping without HTTP (lib/dialects/session/request.ts): a message continues or starts a
 // session with every tool, `approvals` continue the session's paused run, and what is refused is a 422 naming its field.
 import { test } from 'tap'
+import { refusedAt } from '../../helpers/validation.js'
 import type { JsonResult } from '../../../lib/agent/service.js'
-import { RequestValidationError } from '../../../lib/input/validation.js'
 import { sessionAnswer, sessionRun } from '../../../lib/dialects/session/request.js'
-
-/** The `loc`s of the 422 that `run` throws. */
-function refusedAt (run: () => unknown): unknown[] {
-  try {
-    run()
-  } catch (error) {
-    if (error instanceof RequestValidationError) return error.issues.map((issue) => issue.loc)
-    throw error
-  }
-  throw new Error('not refused')
-}
 
 test('a message starts a session (or continues the one named) with every tool, its memory and its approvals', async (t) => {
   const fresh = sessionRun({ message: 'hello' })

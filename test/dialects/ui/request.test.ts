@@ -1,22 +1,11 @@
 // The UI chat's body -> run mapping without HTTP (lib/dialects/ui/request.ts): a new message runs the whole conversation
 // under the chat id; answered approval parts of the last assistant message continue its paused turn with the same id.
 import { test } from 'tap'
-import { RequestValidationError } from '../../../lib/input/validation.js'
+import { refusedAt } from '../../helpers/validation.js'
 import { uiChatRun } from '../../../lib/dialects/ui/request.js'
 import type { UiChatRequestBody } from '../../../schemas/ui.js'
 
 const known = (name: string): boolean => name === 'calculator'
-
-/** The `loc`s of the 422 that `run` throws. */
-function refusedAt (run: () => unknown): unknown[] {
-  try {
-    run()
-  } catch (error) {
-    if (error instanceof RequestValidationError) return error.issues.map((issue) => issue.loc)
-    throw error
-  }
-  throw new Error('not refused')
-}
 
 const question = { id: 'u1', role: 'user' as const, parts: [{ type: 'text', text: 'what is 6*7?' }] }
 
