@@ -1,7 +1,9 @@
 // `node bench/ab-streams.js <entryA> <entryB> [K] [delayMs] [rounds]`: CPU per token of two builds of the
 // service (dist/server.js of two commits; `path|--flag,--flag|KEY=value;KEY=value` adds node flags and environment,
 // `$OTLP` in a value naming a collector that answers), measured in alternating rounds against one fake upstream, so
-// that background load falls on both alike. A helper for optimisation work; `npm run bench` is the benchmark.
+// that background load falls on both alike. `AB_PROVIDER=openai`: both on the OpenAI provider and the fake
+// OpenAI-compatible upstream (a fallback model configured, as the bench's `openai` rows). A helper for optimisation
+// work; `npm run bench` is the benchmark.
 import { startChild, freePort, startMeter } from './lib/proc.js'
 import { BENCH_API_KEY, serviceEnv } from './lib/service-env.js'
 import { burst, median, streamAgent, summarizeStreams } from './lib/streams.js'
@@ -18,7 +20,11 @@ const k = Number(kArg)
 /** Bursts per measured round (`AB_BURSTS`): small K needs several for the CPU clock's 10 ms ticks. */
 const burstsPerRound = Number(process.env.AB_BURSTS ?? Math.max(1, Math.ceil(2000 / k)))
 const children = []
-const fake = await startChild({ name: 'fake', script: join(here, 'servers/fake.js'), env: { FAKE_TOKENS: '50', FAKE_DELAY_MS: delayArg } })
+const openai = process.env.AB_PROVIDER === 'openai'
+const fake = await startChild({ name: 'fake', script: join(here, openai ? 'servers/fake-openai.js' : 'servers/fake.js'), env: { FAKE_TOKENS: '50', FAKE_DELAY_MS: delayArg } })
+const providerEnv = openai
+  ? { LLM_PROVIDER: 'openai', LLM_BASE_URL: `${fake.url}/v1`, MODEL_NAME: 'bench-model', MODELS: 'bench-model,bench-backup', FALLBACK_MODELS: 'bench-backup' }
+  : {}
 children.push(fake)
 const services = []
 let sink
@@ -43,7 +49,7 @@ for (const entry of [entryA, entryB]) {
     nodeArgs: flags.split(',').filter(Boolean),
     port,
     healthPath: '/api/v1/health',
-    env: serviceEnv(port, fake.url, { SHUTDOWN_GRACE_SECONDS: '1', ...extraEnv }),
+    env: serviceEnv(port, fake.url, { SHUTDOWN_GRACE_SECONDS: '1', ...providerEnv, ...extraEnv }),
   })
   children.push(child)
   services.push({ entry, child, agent: streamAgent(), perToken: [], ttft: [] })

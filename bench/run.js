@@ -1,14 +1,18 @@
 // `npm run bench`: the service (built JavaScript, every plugin on) against a bare Fastify route, a naive
 // SDK proxy and the fake upstream itself; JSON load, concurrent streams, a soak. See bench/README.md.
+import { execFile } from 'node:child_process'
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
 import { chooseLoadgen, runLoad } from './lib/loadgen.js'
+import { measureRecovery } from './lib/recovery.js'
 import { CLK_TCK, freePort, measureStartup, memory, memoryLimitsAvailable, startChild, startForeignMeter, startMeter } from './lib/proc.js'
 import { evaluate, markdownTable } from './lib/report.js'
 import { BENCH_API_KEY, BENCH_UPSTREAM_KEY, serviceEnv } from './lib/service-env.js'
 import { burst, median, openStream, streamAgent, summarizeStreams } from './lib/streams.js'
+import { REPLY_SCHEMA } from './lib/structured.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const root = join(here, '..')
@@ -50,8 +54,8 @@ const config = {
   /**
    * Scenarios to run: startup (time to the first health 200 and idle RSS, vs the Portkey gateway), health, chat, budgets (budgets on Redis vs off), tracing (streams traced, always sampled, vs
    * not), streams, resumable, soak, openai (JSON and streams through the OpenAI provider), v1 (/v1/chat/completions),
-   * portkey (JSON and streams beside the Portkey gateway on both upstreams), features (this round's features on vs off),
-   * held (live heap per held stream, from two heap snapshots).
+   * portkey (JSON and streams beside the Portkey gateway on both upstreams), features (this round's features on vs off:
+   * all of FEATURE_PARTS, each of which may also be named alone), held (live heap per held stream, from two heap snapshots).
    */
   only: list(env.BENCH_ONLY, ['startup', 'health', 'chat', 'budgets', 'tracing', 'streams', 'resumable', 'soak', 'openai', 'v1', 'portkey', 'features', 'held']),
   /** Held streams: how many, and the fake's wait before each token (a stream stays open 49 waits after its first token). */
@@ -61,6 +65,10 @@ const config = {
   portkeyCounts: list(env.BENCH_PORTKEY_STREAMS, []).map(Number),
   /** K of the feature stream rows (durable runs, AG-UI, background). */
   featureCounts: list(env.BENCH_FEATURE_STREAMS, quick ? ['100'] : ['100', '1000']).map(Number),
+  /** Kill -> recovered marker: RUN_LEASE_SECONDS values (`default`: unset, 10 s), takeovers per value, the fake's wait between tokens. */
+  recoveryLeases: list(env.BENCH_RECOVERY_LEASES, ['default', '2']),
+  recoverySamples: Number(env.BENCH_RECOVERY_SAMPLES ?? (quick ? 3 : 7)),
+  recoveryDelayMs: Number(env.BENCH_RECOVERY_DELAY_MS ?? 200),
   /** Starts of each server in the startup scenario (alternating). */
   startupRounds: Number(env.BENCH_STARTUP_ROUNDS ?? (quick ? 3 : 8)),
   /** Add bench/servers/floor-proxy.js (node:http both ways, no SDK) to the stream rows, as a floor. */
@@ -669,80 +677,159 @@ async function deleteKeys (pattern) {
   return deleted
 }
 
+/** The parts of the `features` scenario; `BENCH_ONLY` may name each alone (`features` runs them all). */
+const FEATURE_PARTS = ['structured', 'agui', 'durable', 'background', 'recovery']
+const agentBody = (extra = {}) => JSON.stringify({ messages: [{ role: 'user', content: 'Hello, bench: say something.' }], ...extra })
+const execFileAsync = promisify(execFile)
+
+/**
+ * Structured outputs: `response_format` json_schema on `/api/v1/chat` against the same request without it (the bench
+ * fake answers JSON the schema accepts when asked), then the check's own cost per answer (bench/structured-check.js, in
+ * its own process).
+ */
+async function structuredPart (service, skip) {
+  const schemaBody = agentBody({ response_format: { type: 'json_schema', name: 'reply', schema: REPLY_SCHEMA } })
+  const structured = await answers(service, '/api/v1/chat', schemaBody, (answer) => answer.output !== undefined)
+  if (!structured.ok) {
+    skip('structured outputs (issue 42)', structured.why)
+    return {}
+  }
+  const load = (body) => ({ url: `${service.url}/api/v1/chat`, method: 'POST', headers: JSON_HEADERS, body })
+  const compare = await jsonCompare('POST /api/v1/chat, response_format json_schema vs plain', [
+    { name: 'on', label: 'json_schema', server: service, load: load(schemaBody) },
+    { name: 'off', label: 'plain', server: service, load: load(CHAT_BODY) },
+  ])
+  log('features: the structured-output check alone (bench/structured-check.js)')
+  const { stdout } = await execFileAsync(process.execPath, [join(here, 'structured-check.js'), String(config.quick ? 5000 : 20000), '--json'])
+  const check = JSON.parse(stdout)
+  for (const r of check.results) log(`  ${r.name}: compile ${r1(r.compileUs)} µs once, check ${r1(r.inThreadUs)} µs (JSON.parse ${r1(r.parseUs)}), ${r1(r.offLoopUs)} µs through the checker thread`)
+  return { structured: compare, structuredCheck: check }
+}
+
+/**
+ * Durable runs (DURABLE_RUNS=true on Redis) and what is built on them: on vs off (the resumable agent stream's CPU per
+ * token, JSON's per request); a background response streamed to its end beside the resumable agent stream and a
+ * `/v1/responses` stream that is not background, on the durable service; the time from `kill -9` of a run's owner to
+ * the `recovered` marker on another replica.
+ */
+async function durablePart (parts, fake, skip) {
+  const { Redis } = await import('ioredis')
+  const redis = new Redis(config.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
+  redis.on('error', () => {})
+  const redisUp = await redis.connect().then(() => true, () => false)
+  redis.disconnect()
+  const why = !buildHas('DURABLE_RUNS') ? 'this build has no DURABLE_RUNS setting' : !redisUp ? `no Redis at ${config.redisUrl}` : undefined
+  if (why !== undefined) {
+    const names = { durable: 'durable runs', background: 'background responses', recovery: 'durable run recovery after kill -9' }
+    for (const part of parts) skip(`${names[part]} (issue 41)`, why)
+    return {}
+  }
+  const out = {}
+  const prefix = `bench-durable-${process.pid}:`
+  // Every background create counts as a detached run of the caller (DECISIONS 7, 21), streamed or not: K of them at
+  // once would measure the 429 of the default limit (8), a policy, as the raised rate limits say (service-env.js).
+  const onRedis = { REDIS_URL: config.redisUrl, REDIS_PREFIX: prefix, MAX_DETACHED_RUNS_PER_IDENTITY: '100000' }
+  const resumable = agentBody({ resumable: true })
+  if (parts.includes('durable') || parts.includes('background')) {
+    const [on, off] = await Promise.all([
+      startService(fake, { ...onRedis, DURABLE_RUNS: 'true' }),
+      parts.includes('durable') ? startService(fake, onRedis) : undefined,
+    ])
+    if (off !== undefined) {
+      log('features: durable runs on vs off (resumable agent stream, Redis)')
+      out.durableStreams = await streamCompare([
+        { name: 'on', server: on, path: '/api/v1/agent/stream', body: resumable, protocol: 'agent' },
+        { name: 'off', server: off, path: '/api/v1/agent/stream', body: resumable, protocol: 'agent' },
+      ], fake, 0, config.featureCounts)
+      const load = (server) => ({ url: `${server.url}/api/v1/chat`, method: 'POST', headers: JSON_HEADERS, body: CHAT_BODY })
+      out.durableChat = await jsonCompare('POST /api/v1/chat, durable runs on vs off (Redis)', [
+        { name: 'on', label: 'durable on', server: on, load: load(on) },
+        { name: 'off', label: 'durable off', server: off, load: load(off) },
+      ])
+    }
+    if (parts.includes('background')) out.background = await backgroundStreams(on, fake, resumable, skip)
+    await stop(on, off)
+  }
+  if (parts.includes('recovery')) out.recovery = await recoveryRuns(onRedis, resumable)
+  await deleteKeys(`${prefix}*`)
+  return out
+}
+
+/** `POST /v1/responses {background: true, stream: true}` read to its end, beside the resumable agent stream and a plain `/v1/responses` stream. */
+async function backgroundStreams (service, fake, resumable, skip) {
+  const request = { model: MODEL, input: 'Hello, bench: say something.', stream: true }
+  const backgroundBody = JSON.stringify({ ...request, background: true })
+  const probe = await answers(service, '/v1/responses', JSON.stringify({ ...request, stream: false, background: true }), (answer) => answer.background === true)
+  if (!probe.ok) {
+    skip('background responses (issue 41)', probe.why)
+    return undefined
+  }
+  log('features: background response streams vs the resumable agent stream and /v1/responses without background (durable service)')
+  return await streamCompare([
+    { name: 'background', server: service, path: '/v1/responses', body: backgroundBody, protocol: 'responses' },
+    { name: 'resumable', server: service, path: '/api/v1/agent/stream', body: resumable, protocol: 'agent' },
+    { name: 'responses', server: service, path: '/v1/responses', body: JSON.stringify(request), protocol: 'responses' },
+  ], fake, 0, config.featureCounts)
+}
+
+/**
+ * Kill -> first recovered event, per lease (`BENCH_RECOVERY_LEASES`: the default, unset, and a short one): two
+ * replicas on their own fake (`BENCH_RECOVERY_DELAY_MS` between tokens, so a run is mid-answer when its owner dies).
+ */
+async function recoveryRuns (onRedis, resumable) {
+  const fake = await startFake(config.recoveryDelayMs)
+  const out = []
+  for (const lease of config.recoveryLeases) {
+    const leaseSeconds = lease === 'default' ? 10 : Number(lease)
+    log(`features: kill -9 of a durable run's owner → the recovered marker on another replica, RUN_LEASE_SECONDS=${lease}, ${config.recoverySamples} takeovers`)
+    const overrides = { ...onRedis, DURABLE_RUNS: 'true', ...(lease === 'default' ? {} : { RUN_LEASE_SECONDS: lease }) }
+    const samples = await measureRecovery({
+      startReplica: async () => await startService(fake, overrides),
+      samples: config.recoverySamples,
+      leaseSeconds,
+      headers: AUTH,
+      body: resumable,
+      log,
+    })
+    out.push({ lease, leaseSeconds, delayMs: config.recoveryDelayMs, samples })
+  }
+  await stop(fake)
+  return out
+}
+
 /**
  * This round's features, each on vs off, each guarded: a feature this build does not have is skipped with a message
- * naming it (issues 41 to 43 build them). Durable runs (DURABLE_RUNS=true on Redis) vs not, on the resumable agent
- * stream and on JSON; a background response (/v1/responses, background: true, then streamed) beside a resumable stream;
- * AG-UI (/api/v1/agui) vs the agent stream; structured outputs (response_format json_schema on /api/v1/chat) vs plain.
+ * naming it (issues 41 to 43 build them). `parts` (FEATURE_PARTS) says which run: structured outputs, AG-UI (its
+ * stream vs the agent stream), and the durable parts (durablePart).
  */
-async function featuresScenario () {
+async function featuresScenario (parts) {
   const out = { skipped: [] }
   const skip = (name, why) => {
     log(`features: ${name} skipped: ${why}`)
     out.skipped.push({ name, why })
   }
   const fake = await startFake(0)
-  const service = await startService(fake)
-  const counts = config.featureCounts
-  const agentBody = (extra = {}) => JSON.stringify({ messages: [{ role: 'user', content: 'Hello, bench: say something.' }], ...extra })
+  const service = parts.includes('structured') || parts.includes('agui') ? await startService(fake) : undefined
+  if (parts.includes('structured')) Object.assign(out, await structuredPart(service, skip))
 
-  // Structured outputs: a schema checked on every answer, against the same request without one.
-  const schemaBody = agentBody({ response_format: { type: 'json_schema', name: 'reply', schema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'], additionalProperties: false } } })
-  const structured = await answers(service, '/api/v1/chat', schemaBody, (answer) => answer.output !== undefined)
-  if (!structured.ok) skip('structured outputs (issue 42)', structured.why)
-  else {
-    const load = (body) => ({ url: `${service.url}/api/v1/chat`, method: 'POST', headers: JSON_HEADERS, body })
-    out.structured = await jsonCompare('POST /api/v1/chat, response_format json_schema vs plain', [
-      { name: 'on', label: 'json_schema', server: service, load: load(schemaBody) },
-      { name: 'off', label: 'plain', server: service, load: load(CHAT_BODY) },
-    ])
+  if (parts.includes('agui')) {
+    // AG-UI against the agent stream, CPU per text token.
+    const aguiBody = JSON.stringify({ threadId: 'bench', runId: 'bench-run', messages: [{ id: 'm1', role: 'user', content: 'Hello, bench: say something.' }] })
+    const agui = await answers(service, '/api/v1/agui', aguiBody)
+    if (!agui.ok) skip('AG-UI (issue 43)', agui.why)
+    else {
+      log('features: AG-UI stream vs the agent stream')
+      out.agui = await streamCompare([
+        { name: 'agent', server: service, path: '/api/v1/agent/stream', body: agentBody(), protocol: 'agent' },
+        { name: 'agui', server: service, path: '/api/v1/agui', body: aguiBody, protocol: 'agui' },
+      ], fake, 0, config.featureCounts)
+    }
   }
+  await stop(service)
 
-  // AG-UI against the agent stream, CPU per text token.
-  const aguiBody = JSON.stringify({ threadId: 'bench', runId: 'bench-run', messages: [{ id: 'm1', role: 'user', content: 'Hello, bench: say something.' }] })
-  const agui = await answers(service, '/api/v1/agui', aguiBody)
-  if (!agui.ok) skip('AG-UI (issue 43)', agui.why)
-  else {
-    log('features: AG-UI stream vs the agent stream')
-    out.agui = await streamCompare([
-      { name: 'agent', server: service, path: '/api/v1/agent/stream', body: agentBody(), protocol: 'agent' },
-      { name: 'agui', server: service, path: '/api/v1/agui', body: aguiBody, protocol: 'agui' },
-    ], fake, 0, counts)
-  }
-
-  // A background response, then streamed, beside a resumable stream.
-  const background = await answers(service, '/v1/responses', JSON.stringify({ model: MODEL, input: 'Hello, bench: say something.', background: true }))
-  if (!background.ok) skip('background responses', background.why)
-  else skip('background responses', 'the route answers, but the bench row (create, then GET ?stream=true) is not written yet')
-
-  // Durable runs on vs off, both on Redis.
-  const { Redis } = await import('ioredis')
-  const redis = new Redis(config.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
-  redis.on('error', () => {})
-  const redisUp = await redis.connect().then(() => true, () => false)
-  redis.disconnect()
-  if (!buildHas('DURABLE_RUNS')) skip('durable runs (issue 41)', 'this build has no DURABLE_RUNS setting')
-  else if (!redisUp) skip('durable runs (issue 41)', `no Redis at ${config.redisUrl}`)
-  else {
-    const prefix = `bench-durable-${process.pid}:`
-    const onRedis = { REDIS_URL: config.redisUrl, REDIS_PREFIX: prefix }
-    const [off, on] = await Promise.all([startService(fake, onRedis), startService(fake, { ...onRedis, DURABLE_RUNS: 'true' })])
-    const resumable = agentBody({ resumable: true })
-    log('features: durable runs on vs off (resumable agent stream, Redis)')
-    out.durableStreams = await streamCompare([
-      { name: 'on', server: on, path: '/api/v1/agent/stream', body: resumable, protocol: 'agent' },
-      { name: 'off', server: off, path: '/api/v1/agent/stream', body: resumable, protocol: 'agent' },
-    ], fake, 0, counts)
-    const load = (server) => ({ url: `${server.url}/api/v1/chat`, method: 'POST', headers: JSON_HEADERS, body: CHAT_BODY })
-    out.durableChat = await jsonCompare('POST /api/v1/chat, durable runs on vs off (Redis)', [
-      { name: 'on', label: 'durable on', server: on, load: load(on) },
-      { name: 'off', label: 'durable off', server: off, load: load(off) },
-    ])
-    await stop(on, off)
-    await deleteKeys(`${prefix}*`)
-    skip('durable run recovery after kill -9 (two replicas)', 'not written yet (needs the recovery path of issue 41 on main)')
-  }
-  await stop(service, fake)
+  const durableParts = parts.filter((part) => part === 'durable' || part === 'background' || part === 'recovery')
+  if (durableParts.length > 0) Object.assign(out, await durablePart(durableParts, fake, skip))
+  await stop(fake)
   return out
 }
 
@@ -935,7 +1022,8 @@ async function main () {
       if (run) results.portkey.push(run)
     }
   }
-  if (config.only.includes('features')) results.features = await featuresScenario()
+  const features = config.only.includes('features') ? FEATURE_PARTS : FEATURE_PARTS.filter((part) => config.only.includes(part))
+  if (features.length > 0) results.features = await featuresScenario(features)
   if (config.only.includes('held')) results.held = await heldScenario()
 
   const { rows, budget } = evaluate(results)

@@ -29,6 +29,7 @@ function createAgent (app: FastifyInstance) {
     hooks: () => app.runHooks.all,
     provider: app.llm.provider,
     defaultMaxTokens: app.llm.defaultMaxTokens,
+    interrupted: (tool) => { app.metrics.toolCalls.inc({ tool, outcome: 'interrupted' }) },
   })
 
   /** Sends the headers the run's hooks add (budget token headers): after the first call's reservation or the settlement, they count it. */
@@ -86,7 +87,7 @@ function createAgent (app: FastifyInstance) {
      * stream exists (a store that is down is a 503 before anything started); `finished` once the run has ended.
      */
     async background (
-      request: FastifyRequest, spec: RunSpec, format: StreamFormat, options: { id: string, first: readonly string[], beforeEnd?: (state: RunState) => Promise<void> }
+      request: FastifyRequest, spec: RunSpec, format: StreamFormat, options: { id: string, first: readonly string[] }
     ): Promise<{ producer: StreamProducer, finished: Promise<void> }> {
       app.llm.limiter.assertAvailable(request.identity)
       const context = runContextOf(request, askerOf(request))
@@ -94,10 +95,7 @@ function createAgent (app: FastifyInstance) {
       const record: DurableRecord = { identity: request.identity, conversationId: run.conversationId }
       const started = await app.resumable.startDetached(options.id, request.identity, format, JSON.stringify(record), run.observer?.link)
       for (const payload of options.first) started.producer.append(payload)
-      const sink = streamLogSink(started)
-      const { beforeEnd } = options
-      const ended: EventSink = beforeEnd === undefined ? sink : { ...sink, end: async (payloads) => { await beforeEnd(run.state); await sink.end(payloads) } }
-      const finished = service.stream({ ...context, signal: started.signal }, run, format, ended)
+      const finished = service.stream({ ...context, signal: started.signal }, run, format, streamLogSink(started))
         .catch((error: unknown) => { request.log.error({ err: error }, 'background run failed') })
       return { producer: started.producer, finished }
     },

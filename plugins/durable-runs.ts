@@ -2,7 +2,7 @@
 // owner's lease lapsed and continues each from its last checkpoint, or ends it (cancelled, lost).
 import { randomUUID } from 'node:crypto'
 import fp from 'fastify-plugin'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import { parseCheckpoint, parseRecord } from '../lib/agent/durable.js'
 import type { StreamFormat } from '../lib/agent/stream-format.js'
 import { UsageTally } from '../lib/agent/usage.js'
@@ -14,12 +14,15 @@ import type { ClaimedStream, DurableStreams, StreamEntry } from '../lib/stores/s
 import { streamLogSink } from '../lib/http/run-sinks.js'
 import { parseNamedEvent } from '../lib/domain/named-events.js'
 import { builderOf, responsesEvents, type ToolSourceOf } from '../lib/dialects/openai/responses.js'
+import { keepEnding, type BackgroundStores } from '../lib/dialects/openai/background-ending.js'
 
 /** A format whose runs can be durable: the text of a stored model-text payload, and the format a new owner goes on in. */
 interface DurableFormat {
   tokenText: (payload: string) => string | undefined
   /** The format continuing a claimed run after its stored payloads; `modelInterrupted`: its model call was cut. */
   resume: (claim: ClaimedStream, durable: DurableStreams, modelInterrupted: boolean) => Promise<StreamFormat>
+  /** After this process ended the run (its last event written): what the format keeps besides the log, for `identity`. */
+  ended?: (identity: string, id: string) => Promise<void>
 }
 
 /** The formats whose runs can be durable, by the name the stream log records (their `logName`, not the dialect's). */
@@ -35,8 +38,11 @@ const DURABLE_FORMATS: ReadonlyMap<string, DurableFormat> = new Map<string, Dura
   }],
 ])
 
-/** A background response's Responses event stream (17, 21), going on after the events its former owners stored. */
-function backgroundResponses (sourceOf: ToolSourceOf): DurableFormat {
+/**
+ * A background response's Responses event stream (17, 21), going on after the events its former owners stored; once
+ * ended here, its final object is kept in the responses store as the fresh path keeps it.
+ */
+function backgroundResponses (sourceOf: ToolSourceOf, stores: BackgroundStores): DurableFormat {
   return {
     tokenText: (payload) => {
       const event = responseEvent(payload)
@@ -49,6 +55,7 @@ function backgroundResponses (sourceOf: ToolSourceOf): DurableFormat {
       const builder = builderOf(created, claim.attempt)
       return responsesEvents({ model: String(created['model']), builder, sourceOf, background: true, resumeFrom: events }).format
     },
+    ended: async (identity, id) => { await keepEnding(stores, identity, id) },
   }
 }
 
@@ -77,7 +84,16 @@ function createDurableRuns (app: FastifyInstance, durable: DurableStreams) {
   const { config } = app
   const retrySafe = approvalMatcher(config.retrySafePatterns)
   const maxAttempts = config.RUN_MAX_RECOVERIES + 1
-  const formats: ReadonlyMap<string, DurableFormat> = new Map([...DURABLE_FORMATS, ['openai-responses', backgroundResponses((name) => app.tools.sourceOf(name))]])
+  const formats: ReadonlyMap<string, DurableFormat> = new Map([
+    ...DURABLE_FORMATS, ['openai-responses', backgroundResponses((name) => app.tools.sourceOf(name), app.stores)],
+  ])
+
+  /** What the run's format keeps besides the log once this process ended the run (a failure is logged: a reader keeps it later). */
+  async function ended (claim: ClaimedStream, identity: string | undefined, log: FastifyBaseLogger): Promise<void> {
+    const keep = formats.get(claim.format)?.ended
+    if (keep === undefined || identity === undefined) return
+    await keep(identity, claim.id).catch((error: unknown) => { log.error({ err: error }, 'keeping the ended run failed') })
+  }
 
   /** Ends a claimed run that is not continued: its usage so far, then `Cancelled` or `Stream interrupted`. */
   async function end (claim: ClaimedStream, message: string, usage: UsageTally | undefined): Promise<void> {
@@ -91,8 +107,11 @@ function createDurableRuns (app: FastifyInstance, durable: DurableStreams) {
     await producer.finish(payloads.at(-1) ?? '')
   }
 
-  /** Continues a claimed run from its last checkpoint on this process, or ends it as lost when it cannot be. */
-  async function takeOver (claim: ClaimedStream): Promise<void> {
+  /**
+   * Continues a claimed run from its last checkpoint on this process, or ends it as lost when it cannot be;
+   * `outage`: claimed by the first sweep after Redis was unreachable (claimed as lost).
+   */
+  async function takeOver (claim: ClaimedStream, outage: boolean): Promise<void> {
     const log = app.log.child({ streamId: claim.id, attempt: claim.attempt })
     const stored = parseCheckpoint(claim.checkpoint)
     const record = parseRecord(claim.record)
@@ -101,12 +120,15 @@ function createDurableRuns (app: FastifyInstance, durable: DurableStreams) {
     if (claim.outcome === 'cancelled') {
       log.info('durable run cancelled while it had no owner: ended')
       await end(claim, 'Cancelled', usage)
+      await ended(claim, record?.identity, log)
       return
     }
     if (claim.outcome === 'lost' || stored === null || record === null || durableFormat === undefined) {
-      log.warn({ reason: claim.outcome === 'lost' ? 'RUN_MAX_RECOVERIES reached' : 'checkpoint unreadable' }, 'durable run lost')
+      const reason = claim.outcome !== 'lost' ? 'checkpoint unreadable' : outage ? 'owner died while Redis was unreachable' : 'RUN_MAX_RECOVERIES reached'
+      log.warn({ reason }, 'durable run lost')
       app.metrics.runRecoveries.inc({ outcome: 'lost' })
       await end(claim, 'Stream interrupted', usage)
+      await ended(claim, record?.identity, log)
       return
     }
     const { state, boundary } = stored
@@ -141,20 +163,35 @@ function createDurableRuns (app: FastifyInstance, durable: DurableStreams) {
       interrupted: (tool) => { app.metrics.toolCalls.inc({ tool, outcome: 'interrupted' }) },
     }, record.conversationId, format.name)
     await app.agent.service.stream(context, run, format, streamLogSink({ producer, signal: tracked.signal, done: tracked.done }))
+    await ended(claim, record.identity, log)
   }
 
   let sweeping = false
+  const leaseMs = config.RUN_LEASE_SECONDS * 1000
+  /** When a sweep last found Redis unreachable, and whether one did since the last sweep that reached it. */
+  let unreachableAt = -Infinity
+  let afterOutage = false
   /** Claims what lapsed and runs each claimed run (not awaited: a sweep never waits for a run). */
   async function sweep (): Promise<void> {
     if (sweeping || app.lifecycle.draining) return
+    // Redis was unreachable a moment ago: live owners first renew the leases that lapsed meanwhile (no takeover of them).
+    if (performance.now() - unreachableAt < leaseMs) return
     sweeping = true
     try {
-      const claims = await durable.claimLapsed(maxAttempts)
+      // Runs still lapsed after an outage end as lost (DECISIONS 21, "Redis down"): their owner died while nothing could
+      // be stored, maybe during a tool call whose start was not stored. Claims beyond the first attempt end as lost.
+      const outage = afterOutage
+      const claims = await durable.claimLapsed(outage ? 1 : maxAttempts)
+      afterOutage = false
       for (const claim of claims) {
-        takeOver(claim).catch((error: unknown) => { app.log.error({ err: error, streamId: claim.id }, 'durable run takeover failed') })
+        takeOver(claim, outage).catch((error: unknown) => { app.log.error({ err: error, streamId: claim.id }, 'durable run takeover failed') })
       }
     } catch (error) {
-      app.log.debug({ err: error }, 'durable run sweep failed')
+      unreachableAt = performance.now()
+      // Once per outage: what an operator needs to know of it.
+      if (!afterOutage) app.log.warn({ err: error }, 'durable run sweep: Redis unreachable; runs whose owner dies meanwhile end as lost once it is back')
+      else app.log.debug({ err: error }, 'durable run sweep failed')
+      afterOutage = true
     } finally {
       sweeping = false
     }

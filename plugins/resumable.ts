@@ -41,6 +41,13 @@ function createResumable (app: FastifyInstance) {
   }, DETACHED_REFRESH_MS)
   refresher.unref()
   app.addHook('onClose', async () => { clearInterval(refresher) })
+  /** Durable runs going on here, each settled once it is done. */
+  const durableRuns = new Set<Promise<void>>()
+  app.addHook('preClose', async () => {
+    // Draining (SIGTERM): durable runs, background ones too (no request holds the close for them), go on through the
+    // grace period; when it ends they are handed over (onForceClose above) and end here.
+    if (app.lifecycle.draining) await Promise.all(durableRuns)
+  })
 
   /**
    * The last reader of a running stream left: the run goes on detached, unless its owner already has
@@ -88,6 +95,9 @@ function createResumable (app: FastifyInstance) {
     const controller = new AbortController()
     runs.set(controller, durable)
     local.set(id, { owner, readers: 0 })
+    let settle = (): void => {}
+    const running = new Promise<void>((resolve) => { settle = resolve })
+    if (durable) durableRuns.add(running)
     const onCancel = (): void => { controller.abort(producer.cancelSignal.reason) }
     producer.cancelSignal.addEventListener('abort', onCancel, { once: true })
     return {
@@ -95,6 +105,8 @@ function createResumable (app: FastifyInstance) {
       done () {
         runs.delete(controller)
         local.delete(id)
+        durableRuns.delete(running)
+        settle()
         app.stores.detachedRuns.attach(owner, id).catch((error: unknown) => { app.log.debug({ err: error }, 'detached run removal failed') })
         producer.cancelSignal.removeEventListener('abort', onCancel)
         const reason: unknown = controller.signal.reason

@@ -262,6 +262,7 @@ export async function freePort () {
  * @property {number} port
  * @property {string} url
  * @property {() => Promise<void>} stop
+ * @property {() => Promise<void>} kill kill -9, resolved once it has exited (the recovery row kills a run's owner)
  */
 
 /**
@@ -340,6 +341,11 @@ export async function startChild (options) {
       const timer = setTimeout(() => { if (!exited) child.kill('SIGKILL') }, 15_000)
       await exit
       clearTimeout(timer)
+    },
+    async kill () {
+      if (exited) return
+      child.kill('SIGKILL')
+      await exit
     },
   }
 }

@@ -1,7 +1,7 @@
 // The markdown table (figures, ratios against the references, budget lines) and the budget verdicts.
 
 const fmt = (value, digits = 0) => {
-  if (value === undefined || value === null || Number.isNaN(value)) return '–'
+  if (value === undefined || value === null || !Number.isFinite(Number(value))) return '–'
   return Number(value).toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })
 }
 const mb = (bytes) => fmt(bytes / 1048576, 0)
@@ -136,6 +136,47 @@ function featureRows (rows, judge, features) {
   json(features.durableChat, 'durable runs (Redis)', 1.1, 'durable runs: CPU/JSON request ≤ 1.10 × off')
   streams(features.durableStreams, 'durable runs, resumable agent stream', 'on', 'off', 1.15, 'durable runs: CPU/streamed token ≤ 1.15 × off')
   streams(features.agui, 'AG-UI vs the agent stream', 'agui', 'agent', 1.0, 'AG-UI: CPU/token ≤ the agent stream\'s')
+  streams(features.background, 'background response (stream: true) vs the resumable agent stream, durable', 'background', 'resumable', 1.0, 'background response: CPU/token ≤ the resumable stream\'s')
+  for (const k of new Set((features.background ?? []).map((run) => run.k))) {
+    const a = features.background.find((run) => run.k === k && run.target === 'background')
+    const b = features.background.find((run) => run.k === k && run.target === 'responses')
+    if (a && b) rows.push({ scenario: `feature: background response K=${k}`, metric: 'server CPU µs/token, background vs /v1/responses stream without it', service: fmt(a.cpuPerTokenUs, 2), reference: `${fmt(b.cpuPerTokenUs, 2)} (not background: ${b.completedTotal}/${b.streamsTotal} complete)`, ratio: ratio(a.cpuPerTokenUs, b.cpuPerTokenUs) })
+  }
+  checkRows(rows, features)
+  recoveryRows(rows, judge, features.recovery)
+}
+
+/** The structured-output check's own CPU per answer (bench/structured-check.js), beside a plain JSON request's. */
+function checkRows (rows, features) {
+  const plain = features.structured?.off?.cpuPerRequestUs
+  for (const r of features.structuredCheck?.results ?? []) {
+    rows.push({
+      scenario: `feature: structured-output check alone, ${r.name} schema`,
+      metric: 'CPU µs per answer: through the checker thread (on the calling thread; compile, once per schema)',
+      service: `${fmt(r.offLoopUs, 1)} (${fmt(r.inThreadUs, 1)}; ${fmt(r.compileUs)})`,
+      reference: plain === undefined ? `JSON.parse alone ${fmt(r.parseUs, 1)}` : `${fmt(plain, 1)} (a plain JSON request)`,
+      ratio: ratio(r.offLoopUs, plain),
+    })
+  }
+}
+
+/** Kill -9 of a durable run's owner → the `recovered` marker on another replica, per lease: median and max of the takeovers. */
+function recoveryRows (rows, judge, recovery) {
+  for (const { lease, leaseSeconds, delayMs, samples } of recovery ?? []) {
+    const times = samples.map((sample) => sample.ms).filter((ms) => !Number.isNaN(ms)).sort((a, b) => a - b)
+    const median = times.length === 0 ? NaN : times[Math.floor((times.length - 1) / 2)]
+    const max = times.length === 0 ? NaN : times[times.length - 1]
+    const bound = (2 * leaseSeconds + 10) * 1000
+    const r = {
+      scenario: `feature: durable run, kill -9 of its owner → recovered marker on another replica (RUN_LEASE_SECONDS=${lease === 'default' ? `${leaseSeconds}, the default` : lease})`,
+      metric: `ms, median · max of ${samples.length} (fake ${delayMs} ms/token)`,
+      service: `${fmt(median)} · ${fmt(max)}${times.length < samples.length ? ` (${samples.length - times.length} without a marker)` : ''}`,
+      reference: `${fmt(bound)} (2 × lease + 10 s, DECISIONS 21)`,
+      ratio: ratio(max, bound),
+    }
+    judge(r, `recovery (lease ${leaseSeconds} s): every kill → marker within 2 × lease + 10 s`, max, `≤ ${fmt(bound)} ms`, times.length === samples.length && max <= bound)
+    rows.push(r)
+  }
 }
 
 /**
@@ -248,7 +289,7 @@ export function evaluate (results) {
   if (startup?.service && startup?.portkey) {
     const { service: s, portkey: p } = startup
     const time = { scenario: 'startup (process spawned → first health 200)', metric: `ms, median of ${s.starts} (CPU ms)`, service: `${fmt(s.ms)} (${fmt(s.cpuMs)})`, reference: `${fmt(p.ms)} (${fmt(p.cpuMs)}) (Portkey gateway ${p.version})`, ratio: ratio(s.ms, p.ms) }
-    judge(time, 'time to the first /health 200 ≤ the Portkey gateway\'s', time.ratio, '≤ 1.0', time.ratio <= 1)
+    judge(time, 'time to the first /health 200 ≤ 1.3 × the Portkey gateway\'s (issue 45)', time.ratio, '≤ 1.3', time.ratio <= 1.3)
     rows.push(time)
     const rss = { scenario: 'idle (1 s after the first health 200)', metric: 'RSS MB', service: fmt(s.rssMb), reference: `${fmt(p.rssMb)} (Portkey gateway)`, ratio: ratio(s.rssMb, p.rssMb) }
     judge(rss, 'idle RSS ≤ the Portkey gateway\'s', rss.ratio, '≤ 1.0', rss.ratio <= 1)

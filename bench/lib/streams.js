@@ -8,16 +8,18 @@ import { connect } from 'node:net'
  * @property {string} path
  * @property {Record<string, string>} headers
  * @property {string} body JSON
- * @property {'anthropic' | 'openai' | 'agui' | 'agent'} [protocol] how tokens and the end are read: unset, every `data:` message is a
+ * @property {'anthropic' | 'openai' | 'agui' | 'agent' | 'responses'} [protocol] how tokens and the end are read: unset, every `data:` message is a
  *   token and `data: [DONE]` ends (the service's own streams); `anthropic`, a `content_block_delta` event is a token
  *   and `message_stop` ends (a Messages pass-through); `openai`, a chunk whose delta has non-empty content is a token
- *   and `data: [DONE]` ends (role and finish chunks are not tokens); `agui` and `agent`, typed JSON events (TYPED_EVENTS)
+ *   and `data: [DONE]` ends (role and finish chunks are not tokens); `agui`, `agent` and `responses` (OpenAI's Responses
+ *   events), typed JSON events (TYPED_EVENTS)
  */
 
-/** The event types of typed JSON streams: [a token, the end] (AG-UI's, and the service's agent stream's). */
+/** The event types of typed JSON streams: [a token, the end] (AG-UI's, the service's agent stream's, /v1/responses'). */
 const TYPED_EVENTS = {
   agui: ['TEXT_MESSAGE_CONTENT"', 'RUN_FINISHED"'],
   agent: ['token"', 'done"'],
+  responses: ['response.output_text.delta"', 'response.completed"'],
 }
 
 /**
@@ -77,7 +79,7 @@ export function streamAgent () {
  */
 export function openStream (target, agent, timeoutMs = 120_000, onFirstToken) {
   const protocol = target.protocol
-  const typed = protocol === 'agui' || protocol === 'agent' ? TYPED_EVENTS[protocol] : undefined
+  const typed = protocol === 'agui' || protocol === 'agent' || protocol === 'responses' ? TYPED_EVENTS[protocol] : undefined
   return new Promise((resolve) => {
     const start = performance.now()
     let settled = false

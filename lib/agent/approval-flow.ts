@@ -1,6 +1,7 @@
 // The tool-approval workflow of the agent service (README "Tool approval"): a new message closes a waiting turn, a run
 // that stops at gated calls pauses (its approvals issued, the run saved), a continuation claims its answers, and a
 // scope's waiting run is shown or dropped. Without approval ports (TOOL_APPROVAL_REQUIRED unset) it does nothing.
+import { randomUUID } from 'node:crypto'
 import { ApprovalNotFoundError, sessionStoreDown } from '../domain/errors.js'
 import type { ChatTurn, ContentBlock, ToolResultBlock } from '../domain/types.js'
 import type { ApprovalRecord, PausedRun, RunStore } from '../stores/runs/types.js'
@@ -9,7 +10,8 @@ import {
   type AnswerScope, type ApprovalAnswer, type PendingApprovalView,
 } from './approvals.js'
 import type { ApprovalEvent, RunHooks } from './hooks.js'
-import type { ApprovalDecision, RanCall } from './run.js'
+import { holdKeptRun, type KeptRunHold } from './kept-hold.js'
+import type { ApprovalDecision } from './run.js'
 import type { RunSpec } from './spec.js'
 import type { RunState } from './state.js'
 
@@ -18,6 +20,15 @@ export interface ApprovalPorts {
   store: RunStore
   /** TOOL_APPROVAL_TTL_SECONDS. */
   ttlSeconds: number
+  /**
+   * How long a running continuation's `kept` mark lives unless its process renews it (RUN_LEASE_SECONDS): a process that
+   * died frees the same continuation once it lapsed. None: the mark never lapses.
+   */
+  leaseSeconds?: number | undefined
+  /** Whether an approved call that had started when its continuation's process died may run again (TOOL_RETRY_SAFE); none: never. */
+  retrySafe?: ((name: string) => boolean) | undefined
+  /** Told of each such call that is not run again (`agent_tool_calls_total{outcome="interrupted"}`). */
+  interrupted?: ((tool: string) => void) | undefined
 }
 
 /** A continuation: the answers to a paused turn, and where they come from. */
@@ -94,33 +105,33 @@ export function createApprovalFlow (approvals: ApprovalPorts | undefined, hooks:
 
     /**
      * A continuation's answers checked and claimed (all or nothing; see claimAnswers): the paused run, taken from
-     * the store, and each answered call's decision.
+     * the store, each answered call's decision, and the claim's fencing token.
      */
-    async claim (owner: string, continuation: Continuation): Promise<{ paused: PausedRun, decisions: Map<string, ApprovalDecision> }> {
+    async claim (owner: string, continuation: Continuation): Promise<{ paused: PausedRun, decisions: Map<string, ApprovalDecision>, token: string }> {
       if (approvals === undefined) throw new ApprovalNotFoundError()
-      const { run: paused, decisions } = await claimAnswers(approvals.store, owner, continuation, continuation.answers, continuation.loc)
+      const token = randomUUID()
+      const { run: paused, decisions } = await claimAnswers(approvals.store, owner, continuation, continuation.answers, continuation.loc, token)
       // The same continuation sent again: its decisions were counted the first time.
       if (paused.kept === undefined) {
         for (const approval of paused.approvals) tell(approval.tool, decisions.get(approval.callId)?.approved === true ? 'approved' : 'denied')
       }
-      return { paused, decisions }
+      return { paused, decisions, token }
     },
 
-    /** Keeps a continued run once its approved calls ran: `state` holds their results, `answers` the continuation's. */
-    async keep (owner: string, paused: PausedRun, answers: readonly ApprovalAnswer[], state: RunState, ran: RanCall[]): Promise<void> {
-      if (approvals === undefined) return
-      const kept: PausedRun = {
-        ...paused,
-        state: JSON.parse(JSON.stringify(state)) as RunState,
-        kept: { answers: Object.fromEntries(answers.map((a) => [a.id, { approved: a.approved, ...(a.reason === undefined ? {} : { reason: a.reason }) }])), calls: ran },
-      }
-      await approvals.store.keep(owner, kept)
+    /**
+     * The hold of a claimed continuation on its kept run (see holdKeptRun); `durable`: a durable run (21), whose
+     * process's death another replica's takeover answers, so its mark has no lease (the same continuation stays 409).
+     */
+    hold (owner: string, claimed: { paused: PausedRun, answers: readonly ApprovalAnswer[], token: string }, durable: boolean): KeptRunHold | undefined {
+      if (approvals === undefined) return undefined
+      const leaseMs = durable ? 0 : (approvals.leaseSeconds ?? 0) * 1000
+      return holdKeptRun({ store: approvals.store, owner, paused: claimed.paused, answers: claimed.answers, hold: { token: claimed.token, leaseMs } })
     },
 
-    /** A kept run's continuation ended: got through (`ok`: the run is dropped) or failed (the same continuation may come again). */
-    async settle (owner: string, paused: PausedRun, ok: boolean): Promise<void> {
-      if (approvals === undefined) return
-      await (ok ? approvals.store.finish(owner, paused) : approvals.store.release(owner, paused))
+    /** What a continuation sent again does with an approved call that had started without a kept result (21's at-most-once rule). */
+    interruptedCalls: {
+      retrySafe: approvals?.retrySafe ?? (() => false),
+      interrupted: approvals?.interrupted,
     },
 
     /** The open approvals of a scope's waiting run ([] when none waits or approval is off). */

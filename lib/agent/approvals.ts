@@ -4,7 +4,7 @@ import { ApprovalAnsweredError, ApprovalNotFoundError, StoreUnavailableError } f
 import type { ToolResultBlock } from '../domain/types.js'
 import { claimable, type ApprovalFamily, type ApprovalRecord, type PausedRun, type RunStore } from '../stores/runs/types.js'
 import { RequestValidationError } from '../input/validation.js'
-import type { ApprovalDecision } from './run.js'
+import { INTERRUPTED_TOOL_TEXT, type ApprovalDecision } from './run.js'
 import { isRunState, type RunState } from './state.js'
 
 /** One answer of a continuation request. */
@@ -56,11 +56,11 @@ export interface AnswerScope { family: ApprovalFamily, scope: string }
  * Checks a continuation's answers against the store, in the documented order, all or nothing: ids twice (422),
  * unknown, expired, another identity's, another family's or scope's (404), answered or superseded before
  * (409), of different paused turns or leaving one of the turn's approvals unanswered (422); then claims them
- * atomically (a racing continuation that lost: 409). Returns the paused run and each call's decision.
+ * atomically under `token` (a racing continuation that lost: 409). Returns the paused run and each call's decision.
  * `loc` is where the answers sit in the request, for 422s.
  */
 export async function claimAnswers (
-  store: RunStore, owner: string, where: AnswerScope, answers: readonly ApprovalAnswer[], loc: Array<string | number>
+  store: RunStore, owner: string, where: AnswerScope, answers: readonly ApprovalAnswer[], loc: Array<string | number>, token?: string
 ): Promise<{ run: PausedRun, decisions: Map<string, ApprovalDecision> }> {
   const seen = new Set<string>()
   const twice = answers.flatMap((answer, i) => {
@@ -99,7 +99,7 @@ export async function claimAnswers (
       type: 'value_error',
     }])
   }
-  const outcome = await store.answer(owner, runId, ids).catch(approvalStoreDown)
+  const outcome = await store.answer(owner, runId, ids, token).catch(approvalStoreDown)
   if (!outcome.ok) throw outcome.reason === 'answered' ? answered() : notFound()
   const byId = new Map(answers.map((answer) => [answer.id, answer]))
   const decisions = new Map<string, ApprovalDecision>()
@@ -112,7 +112,8 @@ export async function claimAnswers (
 
 /**
  * The results a new message closes a waiting turn with: the calls that ran, then each gated call's
- * `superseded` or `expired` text, in the model's order.
+ * `superseded` or `expired` text, in the model's order. An approved call of a kept run that had started without a
+ * kept result (its continuation's process died while it ran) is not "not run": it reads as interrupted (21).
  */
 export function supersededResults (run: PausedRun, now: number): ToolResultBlock[] {
   const expired = run.approvals.every((approval) => approval.expiresAt <= now)
@@ -125,7 +126,9 @@ export function supersededResults (run: PausedRun, now: number): ToolResultBlock
   }
   const results: ToolResultBlock[] = [
     ...state.results,
-    ...state.pending.map((call): ToolResultBlock => ({ type: 'tool_result', tool_use_id: call.id, content: text, is_error: true })),
+    ...state.pending.map((call): ToolResultBlock => ({
+      type: 'tool_result', tool_use_id: call.id, content: run.kept !== undefined && call.kind === 'run' ? INTERRUPTED_TOOL_TEXT : text, is_error: true,
+    })),
   ]
   return results.sort((a, b) => (order.get(a.tool_use_id) ?? 0) - (order.get(b.tool_use_id) ?? 0))
 }

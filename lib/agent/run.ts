@@ -61,10 +61,24 @@ export interface RunOptions {
    * kept with the run, so a continuation that fails later is sent again without running them (README "Tool approval"); awaited.
    */
   onCallsRan?: ((state: RunState, ran: RanCall[]) => Promise<void>) | undefined
+  /**
+   * A continuation's approved calls are about to start (the state holds them as calls to run): kept with the run, so
+   * a continuation sent again after its process died knows they started and does not run them again; awaited.
+   */
+  onCallsStart?: ((state: RunState) => Promise<void>) | undefined
 }
 
-/** An approved call that ran, with its result. */
-export interface RanCall { id: string, name: string, input: Record<string, unknown>, content: string, isError: boolean }
+/** An approved call that ran, with its result (`interrupted`: its process died while it ran, DECISIONS 21). */
+export interface RanCall { id: string, name: string, input: Record<string, unknown>, content: string, isError: boolean, interrupted?: true | undefined }
+
+/** What a continuation sent again goes on from: the approved calls that ran, and what to do with those that had only started. */
+export interface KeptCalls {
+  calls: readonly RanCall[]
+  /** Whether a started call of this tool may run again (TOOL_RETRY_SAFE); else it gets the interrupted text. */
+  retrySafe: (name: string) => boolean
+  /** Told of each started call that is not run again. */
+  interrupted?: ((tool: string) => void) | undefined
+}
 
 /**
  * The step boundaries a run is saved at: `start` (nothing sent yet), `model_done` (a model call finished: its text,
@@ -389,7 +403,7 @@ export function denialText (reason: string | undefined): string {
  * model reads the denial as its error result. Then the turn closes and the run goes on as {@link drive}.
  */
 export async function * resume (
-  state: RunState, ports: RunPorts, options: RunOptions, decisions: ReadonlyMap<string, ApprovalDecision>, kept?: readonly RanCall[]
+  state: RunState, ports: RunPorts, options: RunOptions, decisions: ReadonlyMap<string, ApprovalDecision>, kept?: KeptCalls
 ): AsyncGenerator<AgentEvent, RunState> {
   throwIfAborted(options.signal)
   if (kept !== undefined) return yield * resumeKept(state, ports, options, decisions, kept)
@@ -407,6 +421,7 @@ export async function * resume (
   // Approved calls run now; the client's own calls of the turn stay pending.
   state.pending = state.pending.filter((call) => call.kind !== 'approval')
   const approved = state.pending.filter((call) => call.kind === 'run')
+  if (approved.length > 0 && options.onCallsStart !== undefined) await options.onCallsStart(state)
   yield * runPendingCalls(state, ports, options)
   if (options.onCallsRan !== undefined) {
     const results = new Map(state.results.map((block) => [block.tool_use_id, block]))
@@ -421,17 +436,38 @@ export async function * resume (
 
 /**
  * A continuation sent again after its approved calls ran: their results (already in the state) are shown again,
- * nothing runs twice, and the run goes on from them.
+ * nothing runs twice, and the run goes on from them. Calls that had started without a kept result (the process
+ * running them died) follow DECISIONS 21's at-most-once rule: run again only when TOOL_RETRY_SAFE, else their result
+ * is the interrupted text.
  */
 async function * resumeKept (
-  state: RunState, ports: RunPorts, options: RunOptions, decisions: ReadonlyMap<string, ApprovalDecision>, kept: readonly RanCall[]
+  state: RunState, ports: RunPorts, options: RunOptions, decisions: ReadonlyMap<string, ApprovalDecision>, kept: KeptCalls
 ): AsyncGenerator<AgentEvent, RunState> {
   const answered = [...decisions].map(([toolCallId, decision]) => ({ toolCallId, approved: decision.approved, reason: decision.reason }))
   yield { type: 'resumed', answered }
-  for (const call of kept) yield { type: 'tool_call', data: { tool: call.name, args: call.input }, callId: call.id }
+  const started = state.pending.filter((call) => call.kind === 'run')
   const asPending = (call: RanCall): PendingCall => ({ id: call.id, name: call.name, input: call.input, kind: 'run' })
-  for (const call of kept) yield * announceResult(state, asPending(call), call)
-  if (options.onCallsRan !== undefined) await options.onCallsRan(state, [...kept])
+  for (const call of [...kept.calls, ...started]) yield { type: 'tool_call', data: { tool: call.name, args: call.input }, callId: call.id }
+  const ran = [...kept.calls]
+  if (started.length > 0) {
+    // Kept under this claim before a call runs again: a death now leaves the same continuation to be sent once more.
+    if (options.onCallsStart !== undefined) await options.onCallsStart(state)
+    for (const call of started) {
+      let outcome: ToolResult & { interrupted?: true }
+      if (kept.retrySafe(call.name)) {
+        outcome = await execute(state, ports, call, state.results.length, options.signal)
+        throwIfAborted(options.signal)
+      } else {
+        outcome = { content: INTERRUPTED_TOOL_TEXT, isError: true, interrupted: true }
+        kept.interrupted?.(call.name)
+      }
+      state.results.push(resultBlock(call, outcome))
+      ran.push({ id: call.id, name: call.name, input: call.input, content: outcome.content, isError: outcome.isError, ...(outcome.interrupted === true ? { interrupted: true } : {}) })
+    }
+    state.pending = state.pending.filter((call) => call.kind !== 'run')
+  }
+  for (const call of ran) yield * announceResult(state, asPending(call), call)
+  if (options.onCallsRan !== undefined) await options.onCallsRan(state, ran)
   return yield * afterAnswers(state, ports, options)
 }
 

@@ -12,7 +12,7 @@ import type { StreamFormat } from './stream-format.js'
 import type { AgentEvent } from './events.js'
 import { watchFirstCall, type RunHooks, type RunObserver, type RunOutcome } from './hooks.js'
 import {
-  drive, recover, resume, resultOf, type AgentResult, type ApprovalDecision, type RanCall, type Checkpoint, type RecoveryPlan, type RunOptions, type ToolPort,
+  drive, recover, resume, resultOf, type AgentResult, type ApprovalDecision, type KeptCalls, type RanCall, type Checkpoint, type RecoveryPlan, type RunOptions, type ToolPort,
 } from './run.js'
 import type { RunSpec } from './spec.js'
 import { continuedState, newRunState, type RunState } from './state.js'
@@ -120,8 +120,8 @@ export interface PreparedRun {
   approvals?: ApprovalRecord[] | undefined
   /** A durable run taken over from its last checkpoint (DECISIONS 21). */
   recovery?: RecoveryPlan | undefined
-  /** A continuation: the paused run it claimed and its answers; `kept` once its approved calls' results are kept. */
-  continued?: { paused: PausedRun, answers: readonly ApprovalAnswer[], kept: boolean } | undefined
+  /** A continuation: the paused run it claimed, its answers and its claim's fencing token. */
+  continued?: { paused: PausedRun, answers: readonly ApprovalAnswer[], token: string } | undefined
 }
 
 /** How a run's error ends the hooks' view of it. */
@@ -224,7 +224,7 @@ export function createAgentService (ports: AgentPorts) {
    * calls, usage and MAX_ITERATIONS are this request's.
    */
   async function prepareContinuation (context: RunContext, continuation: Continuation, dialect: string): Promise<PreparedRun> {
-    const { paused, decisions } = await approvals.claim(context.owner, continuation)
+    const { paused, decisions, token } = await approvals.claim(context.owner, continuation)
     const state = continuedState(pausedState(paused))
     const spec: RunSpec = {
       model: state.settings.model,
@@ -234,8 +234,13 @@ export function createAgentService (ports: AgentPorts) {
       memory: paused.memory,
       approval: { family: paused.family, scope: paused.scope },
     }
-    const continued = { paused, answers: continuation.answers, kept: false }
+    const continued = { paused, answers: continuation.answers, token }
     return startRun(context, dialect, { spec, state, owner: context.owner, conversationId: paused.conversationId, decisions, continued })
+  }
+
+  /** What a continuation sent again goes on from (none: its calls never started). */
+  function keptCalls (paused: PausedRun | undefined): KeptCalls | undefined {
+    return paused?.kept === undefined ? undefined : { calls: paused.kept.calls, ...approvals.interruptedCalls }
   }
 
   /** Saves the new turns of a run over stored memory, then trims it to MEMORY_MAX_TOKENS. */
@@ -321,25 +326,19 @@ export function createAgentService (ports: AgentPorts) {
     }
     const { checkpoint } = sink
     const { continued } = run
-    // A continuation keeps its approved calls' results with the run once they ran; then its end settles them.
-    const onCallsRan = continued === undefined
-      ? undefined
-      : async (state: RunState, ran: RanCall[]): Promise<void> => {
-        await approvals.keep(run.owner, continued.paused, continued.answers, state, ran).then(
-          () => { continued.kept = true },
-          (error: unknown) => { context.log.warn({ err: error }, 'approved calls\' results not kept') })
-      }
-    const settle = async (ok: boolean): Promise<void> => {
-      if (continued?.kept !== true) return
-      await approvals.settle(run.owner, continued.paused, ok).catch((error: unknown) => { context.log.warn({ err: error }, 'kept run not settled') })
-    }
-    const options: RunOptions = { streaming, signal: sink.signal, onToken, checkpoint, onCallsRan }
+    // A continuation keeps its approved calls with the run as they start and once they ran, its `kept` mark leased
+    // while it runs (a durable run's is not: a takeover goes on with it); its end settles them.
+    const hold = continued === undefined ? undefined : approvals.hold(run.owner, continued, checkpoint !== undefined)
+    const onCallsStart = hold === undefined ? undefined : async (state: RunState): Promise<void> => { await hold.keep(state, [], context.log) }
+    const onCallsRan = hold === undefined ? undefined : async (state: RunState, ran: RanCall[]): Promise<void> => { await hold.keep(state, ran, context.log) }
+    const settle = async (ok: boolean): Promise<void> => { await hold?.settle(ok, context.log) }
+    const options: RunOptions = { streaming, signal: sink.signal, onToken, checkpoint, onCallsRan, onCallsStart }
     try {
       if (checkpoint !== undefined && run.recovery === undefined) await checkpoint('start', run.state)
       // A fresh run drives; a continuation resumes its paused turn with the answers; a taken-over run recovers.
       const events = run.recovery !== undefined
         ? recover(run.state, runPorts, options, run.recovery)
-        : run.decisions === undefined ? drive(run.state, runPorts, options) : resume(run.state, runPorts, options, run.decisions, continued?.paused.kept?.calls)
+        : run.decisions === undefined ? drive(run.state, runPorts, options) : resume(run.state, runPorts, options, run.decisions, keptCalls(continued?.paused))
       for (let step = await events.next(); step.done !== true; step = await events.next()) {
         const sent = send(step.value)
         if (sent !== undefined) await sent

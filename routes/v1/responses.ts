@@ -5,6 +5,7 @@ import { HttpError, sessionStoreDown } from '../../lib/domain/errors.js'
 import { openSseStream } from '../../lib/http/sse.js'
 import { pipeEntries, streamStoreDown } from '../../lib/http/resumable.js'
 import { UNFINISHED, cannotCancel, currentResponse, renumbered, responseOf } from '../../lib/dialects/openai/background.js'
+import { keepEnding } from '../../lib/dialects/openai/background-ending.js'
 import type { StreamEntry } from '../../lib/stores/stream-log/types.js'
 import { namedEvent } from '../../lib/domain/named-events.js'
 import { OpenAIError, invalidRequest } from '../../lib/dialects/openai/errors.js'
@@ -24,6 +25,12 @@ const responsesRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const listed = new Set(app.config.models)
   const store = () => app.stores.responses
   const sourceOf = (name: string) => app.tools.sourceOf(name)
+  /**
+   * A stored response of `owner`, or null; a background one whose run has ended is kept with its final object first
+   * (keepEnding: the replica that ended it may have died before it could, or not be done yet).
+   */
+  const storedNow = async (owner: string, id: string): Promise<StoredResponse | null> =>
+    await keepEnding(app.stores, owner, id).catch(sessionStoreDown)
   const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 256 }) })
   const readErrors = { 401: OpenAIErrorSchema, 404: OpenAIErrorSchema, 429: OpenAIErrorSchema, 503: OpenAIErrorSchema }
 
@@ -31,7 +38,7 @@ const responsesRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const findItem = async (owner: string, itemId: string): Promise<Item | null> => {
     const responseId = responseIdOfItem(itemId)
     if (responseId === undefined) return null
-    const entry = await store().get(owner, responseId).catch(sessionStoreDown)
+    const entry = await storedNow(owner, responseId)
     if (entry === null) return null
     return [...itemsOf(entry.response['output']), ...itemsOf(entry.input_items)].find((item) => item['id'] === itemId) ?? null
   }
@@ -82,8 +89,11 @@ const responsesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     return true
   }
 
-  /** How long a cancel waits for the run's owner to write the cancelled ending (a dead owner's is written by the sweep). */
-  const CANCEL_WAIT_MS = 5000
+  /**
+   * How long a cancel waits for the cancelled ending: written at once by a live owner, else by the replica that claims
+   * the run, within 2 × RUN_LEASE_SECONDS + 10 s of its owner's death (DECISIONS 21).
+   */
+  const CANCEL_WAIT_MS = app.config.RUN_LEASE_SECONDS * 2000 + 10_000
 
   /** Cancels a background response (DECISIONS 21) and answers its cancelled object; 400 when it is not one or has ended. */
   async function cancelBackground (owner: string, entry: StoredResponse): Promise<Record<string, unknown>> {
@@ -100,7 +110,10 @@ const responsesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     try {
       for await (const event of app.stores.streamLog.read(id, info?.lastId ?? 0, signal)) {
         const response = event.terminal ? responseOf(event.payload) : undefined
-        if (response !== undefined) return response
+        if (response === undefined) continue
+        // Ended here when it had no owner: nobody else keeps its final object.
+        await keepEnding(app.stores, owner, id).catch(() => null)
+        return response
       }
     } catch { /* read below */ }
     const current = await currentOf(owner, entry)
@@ -131,13 +144,16 @@ const responsesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     let history: StoredResponse['turns'] = []
     const previousId = body.previous_response_id ?? null
     if (previousId !== null) {
+      // A background response that has ended is kept with its final object and turns before the chain is read.
+      await storedNow(owner, previousId)
       // The chain is read through its links: each stored response keeps only its own turns (DECISIONS 17).
       const chain = await readChain(store(), owner, previousId).catch(sessionStoreDown)
       if (chain === null) {
         throw invalidRequest(`Previous response with id '${previousId}' not found.`, 'previous_response_id', 'previous_response_not_found')
       }
-      const head = chain[0]
-      if (head !== undefined && head.response['background'] === true && UNFINISHED.has(String((await currentOf(owner, head))['status']))) {
+      // The chain is oldest first: the response continued is its last link.
+      const head = chain.at(-1)
+      if (head !== undefined && head.response['background'] === true && UNFINISHED.has(String(head.response['status']))) {
         throw invalidRequest(`Previous response with id '${previousId}' has not finished yet: it is a background response still running.`, 'previous_response_id')
       }
       history = chainTurns(chain)
@@ -151,7 +167,8 @@ const responsesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     if (background) {
       const events = responsesEvents({ model: body.model, builder, sourceOf, background: true })
       const queued = builder.build({ status: 'queued', model: body.model, output: [], usage: null })
-      await store().put(owner, builder.id, entryOf(queued, [])).catch(sessionStoreDown)
+      // Its own input turns now; what its run adds joins them once it has ended (keepEnding).
+      await store().put(owner, builder.id, entryOf(queued, plan.spec.messages)).catch(sessionStoreDown)
       // It counts as a detached run of its identity (DECISIONS 7, 21): beyond the limit a 429, nothing started.
       const kept = await app.stores.detachedRuns.detach(owner, builder.id, app.config.MAX_DETACHED_RUNS_PER_IDENTITY).catch(streamStoreDown)
       if (!kept) {
@@ -161,16 +178,15 @@ const responsesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const started = await app.agent.background(request, plan.spec, events.format, {
         id: builder.id,
         first: events.lifecycle(),
-        // Stored before the last event, so a client that continues the moment it reads it finds the response.
-        beforeEnd: async (state) => {
-          const response = events.final()
-          if (response !== undefined) await keep(owner, builder.id, entryOf(response, state.turns), request.log)
-        },
       }).catch(async (error: unknown) => {
         await app.stores.detachedRuns.attach(owner, builder.id).catch(() => {})
         await store().delete(owner, builder.id).catch(() => false)
         throw error
       })
+      // Its final object is kept from what the log accepted (a former owner's ending never is); a reader that comes
+      // first (GET, previous_response_id, cancel) keeps it the same way.
+      started.finished.then(async () => { await keepEnding(app.stores, owner, builder.id) })
+        .catch((error: unknown) => { request.log.error({ err: error }, 'keeping the background response failed') })
       if (!plan.stream) return queued
       const sse = openSseStream(request, reply, { heartbeatMs: app.config.SSE_HEARTBEAT_SECONDS * 1000, registry: app.streams })
       const entries = started.producer.followStored?.(0, sse.signal) ?? started.producer.follow(0, sse.signal)
@@ -223,7 +239,7 @@ const responsesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const rawAfter = request.query.starting_after
     const after = rawAfter === undefined ? -1 : /^\d{1,15}$/.test(rawAfter) ? Number(rawAfter) : undefined
     if (after === undefined) throw invalidRequest(`Invalid 'starting_after': expected an integer >= 0, got ${JSON.stringify(rawAfter)}.`, 'starting_after')
-    const entry = await store().get(request.identity, id).catch(sessionStoreDown)
+    const entry = await storedNow(request.identity, id)
     if (entry === null) throw notFound(id)
     if (!stream) return await currentOf(request.identity, entry)
     if (entry.response['background'] !== true) throw invalidRequest('Only background responses can be streamed again.', 'stream')
@@ -256,7 +272,7 @@ const responsesRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }, async (request) => {
     const { id } = request.params
     const owner = request.identity
-    const entry = await store().get(owner, id).catch(sessionStoreDown)
+    const entry = await storedNow(owner, id)
     if (entry === null) throw notFound(id)
     return await cancelBackground(owner, entry)
   })
@@ -273,7 +289,7 @@ const responsesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       response: { 200: InputItemList, 400: OpenAIErrorSchema, ...readErrors },
     },
   }, async (request) => {
-    const entry = await store().get(request.identity, request.params.id).catch(sessionStoreDown)
+    const entry = await storedNow(request.identity, request.params.id)
     if (entry === null) throw notFound(request.params.id)
     return listPage(await chainInput(request.identity, entry), request.query)
   })
@@ -291,7 +307,8 @@ const responsesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const entry = await store().get(request.identity, request.params.id).catch(sessionStoreDown)
     // A background response still running is cancelled, then deleted.
     if (entry !== null && entry.response['background'] === true && UNFINISHED.has(String((await currentOf(request.identity, entry))['status']))) {
-      await cancelBackground(request.identity, entry)
+      // Ended meanwhile (its cancel is a 400): deleted all the same.
+      await cancelBackground(request.identity, entry).catch((error: unknown) => { if (!(error instanceof OpenAIError && error.statusCode === 400)) throw error })
     }
     const deleted = await store().delete(request.identity, request.params.id).catch(sessionStoreDown)
     if (!deleted) throw notFound(request.params.id)

@@ -262,6 +262,7 @@ test('the approval store down: a run that must pause ends RUN_ERROR unavailable 
     supersede: async (...args) => await guard(false, async () => await real.supersede(...args)),
     drop: async (...args) => await guard(false, async () => await real.drop(...args)),
     keep: async (...args) => await guard(false, async () => await real.keep(...args)),
+    renew: async (...args) => await guard(false, async () => await real.renew(...args)),
     release: async (...args) => await guard(false, async () => await real.release(...args)),
     finish: async (...args) => await guard(false, async () => await real.finish(...args)),
     close: async () => await real.close(),

@@ -77,6 +77,7 @@ test('the run store down: a run that must pause ends with its error without runn
     supersede: async (...args) => await guard(async () => await real.supersede(...args)),
     drop: async (...args) => await guard(async () => await real.drop(...args)),
     keep: async (...args) => await guard(async () => await real.keep(...args)),
+    renew: async (...args) => await guard(async () => await real.renew(...args)),
     release: async (...args) => await guard(async () => await real.release(...args)),
     finish: async (...args) => await guard(async () => await real.finish(...args)),
     close: async () => await real.close(),

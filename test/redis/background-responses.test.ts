@@ -155,6 +155,30 @@ test('another identity: 404; previous_response_id of a running one: 400; DELETE 
   t.match(await r.a.responses.create({ model: MODEL, input: 'v', background: true, store: false }).catch((e: unknown) => e), { status: 400, param: 'background' })
 })
 
+test('gateway mode in the background: it ends completed with its function_call items (no server tool runs); function_call_output continues it', async (t) => {
+  const r = await twoReplicas(t)
+  if (r === null) return
+  const tools = [{ type: 'function' as const, name: 'get_weather', description: 'The weather in a city', parameters: { type: 'object', properties: { city: { type: 'string' } } }, strict: false }]
+  r.fake.enqueue({ kind: 'tool_use', tools: [{ name: 'get_weather', input: { city: 'Paris' } }] })
+  const created = await r.a.responses.create({ model: MODEL, input: 'Weather in Paris?', tools, background: true })
+  t.equal(created.status, 'queued')
+  const events = await within(collect(await r.b.responses.retrieve(created.id, { stream: true })), 10_000, 'the end')
+  t.same(events.map((e) => e.sequence_number), events.map((_, i) => i), 'no gap')
+  t.ok(events.some((e) => e.type === 'response.function_call_arguments.done'), 'the call\'s arguments streamed')
+  t.equal(events.at(-1)?.type, 'response.completed', 'it ends completed, waiting for the client\'s results')
+  const final = await r.b.responses.retrieve(created.id)
+  t.match(final, { status: 'completed', background: true })
+  t.match(final.output, [{ type: 'function_call', name: 'get_weather', arguments: '{"city":"Paris"}', status: 'completed' }])
+  t.equal(r.fake.requests.length, 1, 'one model call, no agent loop')
+  const call = final.output.find((item) => item.type === 'function_call')
+  r.fake.enqueue({ kind: 'text', text: 'Sunny in Paris.' })
+  const next = await r.a.responses.create({
+    model: MODEL, tools, previous_response_id: created.id, input: [{ type: 'function_call_output', call_id: call?.type === 'function_call' ? call.call_id : '', output: 'sunny, 24 C' }],
+  })
+  t.equal(next.output_text, 'Sunny in Paris.')
+  t.match(JSON.stringify(r.fake.requests.at(-1)?.body.messages), /Weather in Paris\?.*tool_use.*tool_result.*sunny, 24 C/, 'the model read the call and its result')
+})
+
 test('DURABLE_RUNS=false: background is a 400 naming DURABLE_RUNS', async (t) => {
   const fake = await startFakeAnthropic()
   t.teardown(() => fake.close())

@@ -1,83 +1,70 @@
 // Background responses (DECISIONS 21) whose owner dies (kill -9): another replica continues the response, the
 // interrupted message item closed `incomplete`, an interrupted mcp_call `failed` with the interrupted text, and the
-// sequence numbers without a gap over the whole life. Real processes (test/fixtures/durable-server.ts), one Redis, the openai SDK.
+// sequence numbers without a gap over the whole life; the same after a SIGTERM (handed over) and on the test Redis
+// Cluster. Real processes (test/fixtures/durable-server.ts), one Redis, the openai SDK.
+import { once } from 'node:events'
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import tap, { test, type Test } from 'tap'
-import OpenAI from 'openai'
 import { INTERRUPTED_TOOL_TEXT } from '../../lib/agent/run.js'
-import { startFakeAnthropic } from '../fake-anthropic/server.js'
-import { ROOMY_LIMITS } from '../helpers/agent.js'
-import { fakeEnv } from '../helpers/fake-app.js'
-import { requireRedis } from '../helpers/redis.js'
-import { kill, startReplica as startServer, type Replica as ServerReplica } from '../helpers/durable-replicas.js'
+import { startFakeAnthropic, type FakeAnthropic } from '../fake-anthropic/server.js'
+import { requireRedis, requireRedisCluster } from '../helpers/redis.js'
+import { kill } from '../helpers/durable-replicas.js'
+import { durableEnv, readUntil, startReplica, type Replica } from '../helpers/background.js'
 
 tap.setTimeout(600_000)
 
 const MODEL = 'claude-sonnet-5-5'
 
-interface Replica extends ServerReplica { client: OpenAI }
-
-/** A replica with an `openai` client pointed at its `/v1`. */
-async function startReplica (t: Test, env: Record<string, string>): Promise<Replica> {
-  const replica = await startServer(t, env)
-  return { ...replica, client: new OpenAI({ baseURL: `${replica.base}/v1`, apiKey: 'sk-any', maxRetries: 0 }) }
-}
-
-interface Event { type: string, sequence_number: number, output_index?: number, item?: Record<string, unknown>, response?: Record<string, unknown> }
-
-/** Reads an SDK stream's events until `until` says stop (then the connection is dropped) or it ends. */
-async function readUntil (stream: AsyncIterable<unknown> & { controller: AbortController }, until: (event: Event) => boolean = () => false): Promise<Event[]> {
-  const events: Event[] = []
-  for await (const raw of stream) {
-    const event = raw as Event
-    events.push(event)
-    if (until(event)) {
-      stream.controller.abort()
-      break
-    }
-  }
-  return events
-}
-
-test('kill -9 of a background response\'s owner during a model call, then during a tool call: continued elsewhere, one gapless stream', async (t) => {
-  const redis = await requireRedis(t)
-  if (redis === null) return
+/** The fake upstream, the replicas' environment on one Redis (or the test cluster), and the slow tools' run count. */
+async function setup (t: Test, extra: Record<string, string> = {}, cluster = false) {
+  const redis = cluster ? await requireRedisCluster(t, { masters: 3 }) : await requireRedis(t)
+  if (redis === null) return null
   const fake = await startFakeAnthropic()
   t.teardown(() => fake.close())
   const dir = mkdtempSync(join(tmpdir(), 'bg-durable-'))
   t.teardown(() => { rmSync(dir, { recursive: true, force: true }) })
   const countFile = join(dir, 'runs.log')
   const runs = (name: string) => existsSync(countFile) ? readFileSync(countFile, 'utf8').split('\n').filter((line) => line.startsWith(`${name} `)).length : 0
-  const env = {
-    ...fakeEnv(fake.url),
-    ...ROOMY_LIMITS,
-    LOG_LEVEL: 'warn',
-    REDIS_URL: redis.url,
-    REDIS_PREFIX: redis.prefix,
-    DURABLE_RUNS: 'true',
-    RUN_LEASE_SECONDS: '2',
-    COUNT_FILE: countFile,
-  }
-  const [a, b] = await Promise.all([startReplica(t, env), startReplica(t, env)])
-  if (a === undefined || b === undefined) throw new Error('replicas')
+  const env = durableEnv(fake.url, redis, { COUNT_FILE: countFile, ...(cluster ? { REDIS_CLUSTER: 'true' } : {}), ...extra })
+  return { fake, env, runs }
+}
 
-  // 1. During a model call: its message item closed incomplete, the new call's text a new item.
-  fake.enqueue({ kind: 'text', text: 'one two three four five six seven eight', chunkDelayMs: 300 }, { kind: 'text', text: 'Fresh answer.' })
-  const created = await a.client.responses.create({ model: MODEL, input: 'count', background: true, stream: true })
+/**
+ * A background response whose owner is stopped by `stop` during a model call: the survivor closes its message item
+ * `incomplete` and writes the new call's text as a new item; one stream without a gap in its sequence numbers.
+ */
+async function stoppedDuringModelCall (
+  t: Test, fake: FakeAnthropic, owner: Replica, survivor: Replica, stop: (owner: Replica) => Promise<void>, graceful = false
+) {
+  fake.enqueue({ kind: 'text', text: 'one two three four five six seven eight nine ten eleven twelve', chunkDelayMs: 300 }, { kind: 'text', text: 'Fresh answer.' })
+  const created = await owner.client.responses.create({ model: MODEL, input: 'count', background: true, stream: true })
   const first = await readUntil(created, (event) => event.type === 'response.output_text.delta' && event.sequence_number >= 6)
   const id = String(first[0]?.response?.['id'])
-  await kill(a)
-  const rest = await readUntil(await b.client.responses.retrieve(id, { stream: true, starting_after: first.at(-1)?.sequence_number ?? 0 }))
+  await stop(owner)
+  const rest = await readUntil(await survivor.client.responses.retrieve(id, { stream: true, starting_after: first.at(-1)?.sequence_number ?? 0 }))
   const all = [...first, ...rest]
   t.same(all.map((e) => e.sequence_number), all.map((_, i) => i), 'sequence numbers without a gap across the takeover')
-  t.same(rest.slice(0, 3).map((e) => e.type), ['response.output_text.done', 'response.content_part.done', 'response.output_item.done'], 'the open item closed first')
-  t.equal(rest[2]?.item?.['status'], 'incomplete')
+  // A graceful stop (SIGTERM) lets the owner go on writing through the grace period before it hands the run over.
+  const after = graceful ? rest.slice(rest.findIndex((e) => e.type !== 'response.output_text.delta')) : rest
+  t.same(after.slice(0, 3).map((e) => e.type), ['response.output_text.done', 'response.content_part.done', 'response.output_item.done'], 'the open item closed first')
+  t.equal(after[2]?.item?.['status'], 'incomplete')
   t.equal(rest.at(-1)?.type, 'response.completed')
-  const final = await b.client.responses.retrieve(id)
+  const final = await survivor.client.responses.retrieve(id)
   t.match(final.output, [{ type: 'message', status: 'incomplete' }, { type: 'message', status: 'completed', content: [{ text: 'Fresh answer.' }] }])
   t.equal(final.status, 'completed')
+  t.equal(final.output_text.endsWith('Fresh answer.'), true)
+}
+
+test('kill -9 of a background response\'s owner during a model call, then during a tool call: continued elsewhere, one gapless stream', async (t) => {
+  const ready = await setup(t)
+  if (ready === null) return
+  const { fake, env, runs } = ready
+  const [a, b] = await Promise.all([startReplica(t, env), startReplica(t, env)])
+
+  // 1. During a model call: its message item closed incomplete, the new call's text a new item.
+  await stoppedDuringModelCall(t, fake, a, b, kill)
 
   // 2. During a tool call: the mcp_call failed with the interrupted text, not run again.
   const c = await startReplica(t, env)
@@ -93,4 +80,23 @@ test('kill -9 of a background response\'s owner during a model call, then during
   t.equal(after.at(-1)?.type, 'response.completed')
   t.equal(runs('work__slow'), 1, 'the tool ran once')
   t.match((await c.client.responses.retrieve(second.id)).output, [{ type: 'mcp_call', status: 'failed' }, { type: 'message', status: 'completed' }])
+})
+
+test('SIGTERM of a background response\'s owner: it hands the run over and exits 0; the other replica finishes it', async (t) => {
+  const ready = await setup(t, { SHUTDOWN_GRACE_SECONDS: '1' })
+  if (ready === null) return
+  const [a, b] = await Promise.all([startReplica(t, ready.env), startReplica(t, ready.env)])
+  await stoppedDuringModelCall(t, ready.fake, a, b, async (owner) => {
+    const exited = once(owner.child, 'exit')
+    owner.child.kill('SIGTERM')
+    const [code] = await exited as [number | null]
+    t.equal(code, 0, 'exit 0')
+  }, true)
+})
+
+test('on the test Redis Cluster: kill -9 of a background response\'s owner during a model call, continued elsewhere', async (t) => {
+  const ready = await setup(t, {}, true)
+  if (ready === null) return
+  const [a, b] = await Promise.all([startReplica(t, ready.env), startReplica(t, ready.env)])
+  await stoppedDuringModelCall(t, ready.fake, a, b, kill)
 })

@@ -8,8 +8,7 @@ import tap, { test, type Test } from 'tap'
 import type { UIMessage } from 'ai'
 import { INTERRUPTED_TOOL_TEXT } from '../../lib/agent/run.js'
 import { startFakeAnthropic } from '../fake-anthropic/server.js'
-import { ROOMY_LIMITS } from '../helpers/agent.js'
-import { fakeEnv } from '../helpers/fake-app.js'
+import { durableEnv } from '../helpers/background.js'
 import { requireRedis } from '../helpers/redis.js'
 import { kill, startReplica } from '../helpers/durable-replicas.js'
 import { TestChat, chunkError } from '../helpers/ui-chat.js'
@@ -65,16 +64,7 @@ async function setup (t: Test) {
   const dir = mkdtempSync(join(tmpdir(), 'durable-ui-'))
   t.teardown(() => { rmSync(dir, { recursive: true, force: true }) })
   const countFile = join(dir, 'runs.log')
-  const env = {
-    ...fakeEnv(fake.url),
-    ...ROOMY_LIMITS,
-    LOG_LEVEL: 'warn',
-    REDIS_URL: redis.url,
-    REDIS_PREFIX: redis.prefix,
-    DURABLE_RUNS: 'true',
-    RUN_LEASE_SECONDS: '2',
-    COUNT_FILE: countFile,
-  }
+  const env = durableEnv(fake.url, redis, { COUNT_FILE: countFile })
   const runs = (name: string) => existsSync(countFile) ? readFileSync(countFile, 'utf8').split('\n').filter((line) => line.startsWith(`${name} `)).length : 0
   const [a, b] = await Promise.all([startReplica(t, env), startReplica(t, env)])
   if (a === undefined || b === undefined) throw new Error('replicas')

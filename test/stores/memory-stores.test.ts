@@ -55,3 +55,26 @@ test('memory stores: options are checked', async (t) => {
   t.throws(() => createMemoryConversationLog({ maxEntries: 0 }), RangeError)
   t.throws(() => createMemoryRateLimitStore({ maxKeys: -1 }), RangeError)
 })
+
+test('memory rate limit: a window that slides past thousands of hits counts, resets and undoes exactly', async (t) => {
+  let clock = 0
+  const store = createMemoryRateLimitStore({ now: () => clock })
+  t.teardown(() => store.close())
+  // Three hits a millisecond in a 1000 ms window: the log is compacted many times over 5000 ms.
+  let last = await store.hit('k', 10_000, 1000)
+  for (clock = 0; clock < 5000; clock++) {
+    for (let i = clock === 0 ? 1 : 0; i < 3; i++) last = await store.hit('k', 10_000, 1000)
+  }
+  clock = 4999
+  t.equal(last.current, 3000, 'the last 1000 ms hold 3000 hits')
+  t.equal(last.resetMs, 1, 'the oldest of them (at 4000 ms) leaves 1 ms later')
+  const refused = await store.hit('k', 3000, 1000)
+  t.same(refused, { current: 3001, allowed: false, resetMs: 1 }, 'a full window refuses and records nothing')
+  const kept = await store.hit('k', 10_000, 1000)
+  t.equal(kept.current, 3001)
+  await store.undo('k', kept.token as string)
+  await store.undo('k', 'not-a-token')
+  t.equal((await store.hit('k', 10_000, 1000)).current, 3001, 'the undone hit left the window, an unknown token changed nothing')
+  clock = 6000
+  t.same(await store.hit('k', 10_000, 1000), { current: 1, allowed: true, resetMs: 1000, token: String(15_003) }, 'a window that emptied starts over')
+})

@@ -160,4 +160,52 @@ export function runStoreContract (t: Test, factory: RunStoreFactory): void {
     t.equal((await store.waiting('alice', 'session', 's1'))?.runId, run.runId, 'the expired run still waits (its results are kept)')
     t.equal((await store.supersede('alice', 'session', 's1'))?.runId, run.runId)
   }, 0.3)
+
+  withStore('a leased kept mark: 409 while renewed, claimable once it lapsed (one of racing claims wins); the former claim\'s writes are refused', async (t, store) => {
+    const run = pausedRun('session', 's1', 2)
+    await store.save('alice', run)
+    const ids = run.approvals.map((a) => a.id)
+    t.ok((await store.answer('alice', run.runId, ids, 'first')).ok)
+    const kept: PausedRun = { ...run, kept: { answers: Object.fromEntries(ids.map((id) => [id, { approved: true }])), calls: [] } }
+    const first = { token: 'first', leaseMs: 200 }
+    t.equal(await store.keep('alice', kept, first), true)
+    t.same((await store.lookup('alice', ids)).map((e) => e?.status), ['kept', 'kept'])
+    t.same(await store.answer('alice', run.runId, ids, 'early'), { ok: false, reason: 'answered' }, 'while its continuation holds the lease')
+    t.equal(await store.renew('alice', kept, first), true, 'the holder renews')
+    t.equal(await store.renew('alice', kept, { token: 'other', leaseMs: 200 }), false, 'another token does not')
+
+    // The holder stops renewing (its process died): the mark lapses and reads as `retry`.
+    while ((await store.lookup('alice', ids)).some((e) => e?.status !== 'retry')) await new Promise((resolve) => setTimeout(resolve, 20))
+    const claims = await Promise.all(['a', 'b', 'c', 'd'].map(async (token) => await store.answer('alice', run.runId, ids, token)))
+    t.equal(claims.filter((c) => c.ok).length, 1, 'of racing claims after the lapse exactly one wins')
+    t.same(claims.filter((c) => !c.ok).map((c) => !c.ok && c.reason), ['answered', 'answered', 'answered'])
+    const winner = ['a', 'b', 'c', 'd'][claims.findIndex((c) => c.ok)] ?? ''
+
+    // The former holder wakes up: nothing it writes counts.
+    t.equal(await store.keep('alice', kept, first), false, 'the former claim cannot keep')
+    t.equal(await store.renew('alice', kept, first), false, 'nor renew')
+    const second = { token: winner, leaseMs: 60_000 }
+    t.equal(await store.keep('alice', kept, second), true, 'the winner keeps')
+    await store.release('alice', kept, 'first')
+    await store.finish('alice', kept, 'first')
+    t.same((await store.lookup('alice', ids)).map((e) => e?.status), ['kept', 'kept'], 'the former claim neither releases nor finishes it')
+    t.same(await store.get('alice', run.runId), kept)
+    await store.finish('alice', kept, winner)
+    t.same((await store.lookup('alice', ids)).map((e) => e?.status), ['answered', 'answered'])
+    t.equal(await store.get('alice', run.runId), null)
+  })
+
+  withStore('a kept mark without a lease (a durable continuation) does not lapse; release makes it `retry`', async (t, store) => {
+    const run = pausedRun('agent', '', 1)
+    await store.save('alice', run)
+    const ids = run.approvals.map((a) => a.id)
+    t.ok((await store.answer('alice', run.runId, ids, 'one')).ok)
+    const kept: PausedRun = { ...run, kept: { answers: { [ids[0] ?? '']: { approved: true } }, calls: [] } }
+    t.equal(await store.keep('alice', kept, { token: 'one', leaseMs: 0 }), true)
+    t.equal(await store.renew('alice', kept, { token: 'one', leaseMs: 0 }), true)
+    t.same((await store.lookup('alice', ids)).map((e) => e?.status), ['kept'])
+    t.same(await store.answer('alice', run.runId, ids, 'two'), { ok: false, reason: 'answered' })
+    await store.release('alice', kept, 'one')
+    t.same((await store.lookup('alice', ids)).map((e) => e?.status), ['retry'])
+  })
 }

@@ -6,9 +6,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import tap, { test } from 'tap'
 import { startFakeAnthropic } from '../fake-anthropic/server.js'
-import { ROOMY_LIMITS } from '../helpers/agent.js'
 import { kill, startReplica } from '../helpers/durable-replicas.js'
-import { fakeEnv } from '../helpers/fake-app.js'
+import { durableEnv } from '../helpers/background.js'
 import { startOtlpReceiver, named } from '../helpers/otlp-receiver.js'
 import { requireRedis } from '../helpers/redis.js'
 
@@ -53,20 +52,13 @@ test('a taken-over run: new trace, agent span linked to the first agent span, ag
   const dir = mkdtempSync(join(tmpdir(), 'durable-trace-'))
   t.teardown(() => { rmSync(dir, { recursive: true, force: true }) })
   const countFile = join(dir, 'runs.log')
-  const env = {
-    ...fakeEnv(fake.url),
-    ...ROOMY_LIMITS,
-    LOG_LEVEL: 'warn',
-    REDIS_URL: redis.url,
-    REDIS_PREFIX: redis.prefix,
-    DURABLE_RUNS: 'true',
-    RUN_LEASE_SECONDS: '2',
+  const env = durableEnv(fake.url, redis, {
     // The retry-safe tool runs again on the new owner: it has a tool span there.
     TOOL_RETRY_SAFE: 'safe__*',
     COUNT_FILE: countFile,
     OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: receiver.url,
     OTEL_BSP_SCHEDULE_DELAY: '100',
-  }
+  })
   const [a, b] = await Promise.all([startReplica(t, env), startReplica(t, env)])
   if (a === undefined || b === undefined) throw new Error('replicas')
 

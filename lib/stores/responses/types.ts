@@ -26,6 +26,11 @@ export interface StoredResponse {
  */
 export interface ResponseStore {
   put (owner: string, id: string, entry: StoredResponse): Promise<void>
+  /**
+   * Replaces a kept entry, keeping its expiry (counted from its creation); false when there is none (deleted or
+   * expired meanwhile: nothing is written, so a late write never brings a deleted response back).
+   */
+  replace (owner: string, id: string, entry: StoredResponse): Promise<boolean>
   /** The entry, or null when unknown, expired or deleted. */
   get (owner: string, id: string): Promise<StoredResponse | null>
   /** True when something was deleted. */
@@ -116,6 +121,15 @@ export function createMemoryResponseStore (options: MemoryResponseStoreOptions):
       ledger.admit(owner, k, 'response', storedBytes(json))
       entries.set(k, { json, expiresAt: Date.now() + options.ttlSeconds * 1000 })
     },
+    async replace (owner, id, entry) {
+      const k = key(owner, id)
+      const kept = entries.get(k)
+      if (kept === undefined || kept.expiresAt <= Date.now()) return false
+      const json = JSON.stringify(entry)
+      ledger.admit(owner, k, 'response', storedBytes(json))
+      entries.set(k, { json, expiresAt: kept.expiresAt })
+      return true
+    },
     async get (owner, id) {
       const k = key(owner, id)
       const entry = entries.get(k)
@@ -156,6 +170,14 @@ export function createRedisResponseStore (redis: RedisConnection, options: { pre
       // Counted first: past the identity's share its oldest stored responses go (STORED_STATE_MAX_MB).
       await state?.admit(owner, 'response', id, storedBytes(json))
       await redis.set(key(owner, id), json, 'PX', ttlMs)
+    },
+    async replace (owner, id, entry) {
+      const json = JSON.stringify(entry)
+      await state?.admit(owner, 'response', id, storedBytes(json))
+      // XX: only while it is kept; KEEPTTL: it still expires SESSION_TTL_SECONDS after its creation.
+      const replaced = await redis.set(key(owner, id), json, 'KEEPTTL', 'XX') === 'OK'
+      if (!replaced) await state?.release(owner, 'response', id)
+      return replaced
     },
     async get (owner, id) {
       const json = await redis.get(key(owner, id))

@@ -16,15 +16,25 @@ for i = 3, #KEYS do
 end
 return 1`)
 
-// KEYS: run, scope pointer, approval... ARGV: run id. Returns {'ok', run JSON}, {'answered'} or {'gone'}.
-const ANSWER = defineScript(`for i = 3, #KEYS do
-  local entry = redis.call('HMGET', KEYS[i], 'run', 'status')
+// Now in epoch milliseconds by Redis's clock (replicas agree on when a lease lapses).
+const NOW = `local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+`
+
+// KEYS: run, scope pointer, approval... ARGV: run id, claim token. Returns {'ok', run JSON}, {'answered'} or {'gone'}.
+// A `kept` mark whose lease lapsed (its continuation's process died) is claimed as `retry`.
+const ANSWER = defineScript(`${NOW}for i = 3, #KEYS do
+  local entry = redis.call('HMGET', KEYS[i], 'run', 'status', 'lease')
   if not entry[1] or entry[1] ~= ARGV[1] then return {'gone'} end
-  if entry[2] ~= 'pending' and entry[2] ~= 'retry' then return {'answered'} end
+  local lapsed = entry[2] == 'kept' and entry[3] and tonumber(entry[3]) <= now
+  if entry[2] ~= 'pending' and entry[2] ~= 'retry' and not lapsed then return {'answered'} end
 end
 local run = redis.call('GET', KEYS[1])
 if not run then return {'gone'} end
-for i = 3, #KEYS do redis.call('HSET', KEYS[i], 'status', 'answered') end
+for i = 3, #KEYS do
+  redis.call('HSET', KEYS[i], 'status', 'answered', 'token', ARGV[2])
+  redis.call('HDEL', KEYS[i], 'lease')
+end
 redis.call('DEL', KEYS[1])
 if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) end
 return {'ok', run}`)
@@ -43,29 +53,63 @@ for i = 3, #KEYS do
 end
 return run`)
 
-// KEYS: run, scope pointer, approval... ARGV: run JSON, run id, retain ms left, scope. A kept run saved again, its approvals kept.
-const KEEP = defineScript(`redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3])
+// Whether another claim than ARGV[tokenArg]'s holds the run: one of KEYS[from..] answered, kept or retry under another token.
+const fencedOut = (from: number, runArg: number, tokenArg: number): string => `local function fenced ()
+  if ARGV[${tokenArg}] == '' then return false end
+  for i = ${from}, #KEYS do
+    local entry = redis.call('HMGET', KEYS[i], 'run', 'status', 'token')
+    if entry[1] == ARGV[${runArg}] and (entry[2] == 'answered' or entry[2] == 'kept' or entry[2] == 'retry') and entry[3] ~= ARGV[${tokenArg}] then return true end
+  end
+  return false
+end
+`
+
+// KEYS: run, scope pointer, approval... ARGV: run JSON, run id, retain ms left, scope, claim token ('' none), lease ms (0 none).
+// A kept run saved again, its approvals kept (under the claim's lease); 0 and nothing changed when a later claim holds it.
+const KEEP = defineScript(`${NOW}${fencedOut(3, 2, 5)}if fenced() then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3])
 if ARGV[4] ~= '' then redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3]) end
+local lease = tonumber(ARGV[6])
 for i = 3, #KEYS do
-  if redis.call('HGET', KEYS[i], 'run') == ARGV[2] and redis.call('HGET', KEYS[i], 'status') == 'answered' then
+  local status = redis.call('HGET', KEYS[i], 'status')
+  if redis.call('HGET', KEYS[i], 'run') == ARGV[2] and (status == 'answered' or status == 'kept') then
     redis.call('HSET', KEYS[i], 'status', 'kept')
+    if lease > 0 then redis.call('HSET', KEYS[i], 'lease', now + lease) else redis.call('HDEL', KEYS[i], 'lease') end
   end
 end
 return 1`)
 
-// KEYS: approval... ARGV: run id, from status, to status.
-const MOVE = defineScript(`for i = 1, #KEYS do
-  if redis.call('HGET', KEYS[i], 'run') == ARGV[1] and redis.call('HGET', KEYS[i], 'status') == ARGV[2] then
-    redis.call('HSET', KEYS[i], 'status', ARGV[3])
+// KEYS: approval... ARGV: run id, claim token, lease ms (0 none). 1 when every approval is still kept under the token
+// (its lease extended), else 0.
+const RENEW = defineScript(`${NOW}if #KEYS == 0 then return 0 end
+for i = 1, #KEYS do
+  local entry = redis.call('HMGET', KEYS[i], 'run', 'status', 'token')
+  if entry[1] ~= ARGV[1] or entry[2] ~= 'kept' or entry[3] ~= ARGV[2] then return 0 end
+end
+local lease = tonumber(ARGV[3])
+for i = 1, #KEYS do
+  if lease > 0 then redis.call('HSET', KEYS[i], 'lease', now + lease) else redis.call('HDEL', KEYS[i], 'lease') end
+end
+return 1`)
+
+// KEYS: approval... ARGV: run id, claim token ('' any). Kept approvals (of the claim) become `retry`.
+const RELEASE = defineScript(`for i = 1, #KEYS do
+  local entry = redis.call('HMGET', KEYS[i], 'run', 'status', 'token')
+  if entry[1] == ARGV[1] and entry[2] == 'kept' and (ARGV[2] == '' or entry[3] == ARGV[2]) then
+    redis.call('HSET', KEYS[i], 'status', 'retry')
+    redis.call('HDEL', KEYS[i], 'lease')
   end
 end
 return 1`)
 
-// KEYS: run, scope pointer, approval... ARGV: run id. The continuation got through: answered, the run dropped.
-const FINISH = defineScript(`for i = 3, #KEYS do
+// KEYS: run, scope pointer, approval... ARGV: run id, claim token ('' any). The continuation got through: answered,
+// the run dropped; nothing changes when a later claim holds it.
+const FINISH = defineScript(`${fencedOut(3, 1, 2)}if fenced() then return 0 end
+for i = 3, #KEYS do
   local status = redis.call('HGET', KEYS[i], 'status')
   if redis.call('HGET', KEYS[i], 'run') == ARGV[1] and (status == 'kept' or status == 'retry') then
     redis.call('HSET', KEYS[i], 'status', 'answered')
+    redis.call('HDEL', KEYS[i], 'lease')
   end
 end
 local dropped = redis.call('DEL', KEYS[1])
@@ -124,15 +168,22 @@ export function createRedisRunStore (redis: RedisConnection, options: RunStoreOp
     async lookup (owner, ids) {
       if (ids.length === 0) return []
       const pipeline = redis.pipeline()
-      for (const id of ids) pipeline.hmget(approvalKey(owner, id), 'run', 'family', 'scope', 'status')
+      for (const id of ids) pipeline.hmget(approvalKey(owner, id), 'run', 'family', 'scope', 'status', 'lease')
+      // Redis's clock, in the same round trip: a `kept` mark whose lease lapsed reads as `retry` (ANSWER agrees).
+      pipeline.time()
       const replies = await pipeline.exec()
+      const [clockError, clock] = replies?.[ids.length] ?? [new Error('No reply'), null]
+      if (clockError !== null) throw clockError
+      const [seconds, micros] = clock as [string, string]
+      const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000)
       return ids.map((id, i): ApprovalEntry | null => {
         const [error, fields] = replies?.[i] ?? [new Error('No reply'), null]
         if (error !== null) throw error
-        const [runId, family, scope, status] = fields as Array<string | null>
+        const [runId, family, scope, status, lease] = fields as Array<string | null>
         if (runId === null || runId === undefined || family === null || family === undefined || !FAMILIES.includes(family) ||
           status === null || status === undefined || !STATUSES.includes(status)) return null
-        return { id, runId, family: family as ApprovalFamily, scope: scope ?? '', status: status as ApprovalEntry['status'] }
+        const lapsed = status === 'kept' && lease !== null && lease !== undefined && Number(lease) <= now
+        return { id, runId, family: family as ApprovalFamily, scope: scope ?? '', status: lapsed ? 'retry' : status as ApprovalEntry['status'] }
       })
     },
 
@@ -140,12 +191,12 @@ export function createRedisRunStore (redis: RedisConnection, options: RunStoreOp
       return parseRun(await redis.get(runKey(owner, runId)))
     },
 
-    async answer (owner, runId, ids): Promise<AnswerOutcome> {
+    async answer (owner, runId, ids, token = ''): Promise<AnswerOutcome> {
       const first = ids[0]
       if (first === undefined) return { ok: false, reason: 'gone' }
       const run = parseRun(await redis.get(runKey(owner, runId)))
       const pointer = run === null ? scopeKey(owner, 'agent', '') : scopeKey(owner, run.family, run.scope)
-      const reply = await ANSWER.run(redis, [runKey(owner, runId), pointer, ...ids.map((id) => approvalKey(owner, id))], [runId])
+      const reply = await ANSWER.run(redis, [runKey(owner, runId), pointer, ...ids.map((id) => approvalKey(owner, id))], [runId, token])
       const [outcome, json] = reply as [string, string | undefined]
       if (outcome === 'ok') {
         const answered = parseRun(json)
@@ -155,21 +206,25 @@ export function createRedisRunStore (redis: RedisConnection, options: RunStoreOp
       return { ok: false, reason: outcome === 'answered' ? 'answered' : 'gone' }
     },
 
-    async keep (owner, run) {
+    async keep (owner, run, hold) {
       const json = JSON.stringify(run)
       await state?.admit(owner, 'paused', run.runId, storedBytes(json))
       const left = Math.max(1, run.pausedAt + retainMs - Date.now())
       const keys = [runKey(owner, run.runId), scopeKey(owner, run.family, run.scope), ...run.approvals.map((a) => approvalKey(owner, a.id))]
-      await KEEP.run(redis, keys, [json, run.runId, left, run.scope])
+      return await KEEP.run(redis, keys, [json, run.runId, left, run.scope, hold?.token ?? '', Math.max(0, Math.round(hold?.leaseMs ?? 0))]) === 1
     },
 
-    async release (owner, run) {
-      await MOVE.run(redis, run.approvals.map((a) => approvalKey(owner, a.id)), [run.runId, 'kept', 'retry'])
+    async renew (owner, run, hold) {
+      return await RENEW.run(redis, run.approvals.map((a) => approvalKey(owner, a.id)), [run.runId, hold.token, Math.max(0, Math.round(hold.leaseMs))]) === 1
     },
 
-    async finish (owner, run) {
+    async release (owner, run, token = '') {
+      await RELEASE.run(redis, run.approvals.map((a) => approvalKey(owner, a.id)), [run.runId, token])
+    },
+
+    async finish (owner, run, token = '') {
       const keys = [runKey(owner, run.runId), scopeKey(owner, run.family, run.scope), ...run.approvals.map((a) => approvalKey(owner, a.id))]
-      if (await FINISH.run(redis, keys, [run.runId]) === 1) await state?.release(owner, 'paused', run.runId)
+      if (await FINISH.run(redis, keys, [run.runId, token]) === 1) await state?.release(owner, 'paused', run.runId)
     },
 
     async waiting (owner, family, scope) {

@@ -42,8 +42,8 @@ export interface PausedRun {
   kept?: KeptAnswers | undefined
 }
 
-/** An approved call that ran, as a continuation sent again shows it. */
-export interface KeptCall { id: string, name: string, input: Record<string, unknown>, content: string, isError: boolean }
+/** An approved call that ran, as a continuation sent again shows it (`interrupted`: its process died while it ran). */
+export interface KeptCall { id: string, name: string, input: Record<string, unknown>, content: string, isError: boolean, interrupted?: true | undefined }
 
 /** What a continuation kept with its run: its answers by approval id, and the approved calls that ran. */
 export interface KeptAnswers {
@@ -52,13 +52,20 @@ export interface KeptAnswers {
 }
 
 /**
- * Where an approval stands: `kept` while a continuation whose calls ran goes on (another is 409), `retry` once it
- * failed (the same continuation may be sent again).
+ * Where an approval stands: `kept` while a continuation whose calls started goes on (another is 409), `retry` once it
+ * failed (the same continuation may be sent again). A `kept` mark may hold a lease its continuation renews: once the
+ * lease lapsed (the process running it died) it reads, and is claimed, as `retry`.
  */
 export type ApprovalStatus = 'pending' | 'answered' | 'superseded' | 'kept' | 'retry'
 
 /** Whether a continuation may claim an approval in this status. */
 export const claimable = (status: ApprovalStatus | undefined): boolean => status === 'pending' || status === 'retry'
+
+/**
+ * A continuation's hold on its kept run: the token its claim was given (fencing: a later claim's token replaces it,
+ * and this one's writes are refused), and how long its `kept` mark lives unless renewed (0: no lease, it never lapses).
+ */
+export interface KeptHold { token: string, leaseMs: number }
 
 /** An approval as a lookup finds it. */
 export interface ApprovalEntry {
@@ -88,20 +95,24 @@ export interface RunStore {
   /** The paused run, or null when it is gone. */
   get (owner: string, runId: string): Promise<PausedRun | null>
   /**
-   * Atomically answers the whole run: when every approval of `ids` is still pending (or `retry`), marks them answered, drops
-   * the run and its scope's pointer, and hands the run over; else nothing changes (`answered` when one was
-   * answered or superseded, `gone` when the run or an approval is gone). Of two racing answers exactly one wins.
+   * Atomically answers the whole run: when every approval of `ids` is still pending (or `retry`, or `kept` with a
+   * lapsed lease), marks them answered under `token` (the claim's fencing token; default none), drops the run and
+   * its scope's pointer, and hands the run over; else nothing changes (`answered` when one was answered or
+   * superseded, `gone` when the run or an approval is gone). Of two racing answers exactly one wins.
    */
-  answer (owner: string, runId: string, ids: readonly string[]): Promise<AnswerOutcome>
+  answer (owner: string, runId: string, ids: readonly string[], token?: string): Promise<AnswerOutcome>
   /**
-   * Keeps a continued run once its approved calls ran (`run.kept` set): the run is saved again (and is its scope's
-   * waiting run again, so a new message finds its results), its approvals `kept`.
+   * Keeps a continued run once its approved calls started or ran (`run.kept` set): the run is saved again (and is its
+   * scope's waiting run again, so a new message finds its results), its approvals `kept` (under `hold`'s lease when
+   * given). False, and nothing changes, when `hold`'s claim was replaced by a later one.
    */
-  keep (owner: string, run: PausedRun): Promise<void>
-  /** The kept run's continuation failed: its `kept` approvals become `retry` (the same continuation may come again). */
-  release (owner: string, run: PausedRun): Promise<void>
-  /** The kept run's continuation got through: its approvals are answered, the run and its scope's pointer dropped. */
-  finish (owner: string, run: PausedRun): Promise<void>
+  keep (owner: string, run: PausedRun, hold?: KeptHold): Promise<boolean>
+  /** Extends the `kept` mark's lease of `hold`'s claim by `hold.leaseMs`; false once the mark is not its own any more. */
+  renew (owner: string, run: PausedRun, hold: KeptHold): Promise<boolean>
+  /** The kept run's continuation failed: its `kept` approvals (of `token`'s claim, when given) become `retry` (the same continuation may come again). */
+  release (owner: string, run: PausedRun, token?: string): Promise<void>
+  /** The kept run's continuation got through: its approvals are answered, the run and its scope's pointer dropped (unless `token`'s claim was replaced). */
+  finish (owner: string, run: PausedRun, token?: string): Promise<void>
   /** The scope's waiting run (its approvals possibly expired), or null. */
   waiting (owner: string, family: ApprovalFamily, scope: string): Promise<PausedRun | null>
   /**
@@ -130,7 +141,14 @@ export interface MemoryRunStoreOptions extends RunStoreOptions {
   now?: () => number
 }
 
-interface MemoryApproval extends ApprovalEntry { owner: string, expiresAt: number }
+interface MemoryApproval extends ApprovalEntry {
+  owner: string
+  expiresAt: number
+  /** The fencing token of the claim that answered it. */
+  token?: string | undefined
+  /** While `kept`: epoch milliseconds its lease lapses at (none: it never lapses). */
+  leaseUntil?: number | undefined
+}
 
 /** In-process store: Maps in insertion order; a dropped run takes its approvals with it. */
 export function createMemoryRunStore (options: MemoryRunStoreOptions): RunStore {
@@ -181,6 +199,24 @@ export function createMemoryRunStore (options: MemoryRunStoreOptions): RunStore 
     return approval
   }
 
+  /** Its status, a `kept` mark whose lease lapsed reading as `retry`. */
+  function statusOf (approval: MemoryApproval): ApprovalStatus {
+    return approval.status === 'kept' && approval.leaseUntil !== undefined && approval.leaseUntil <= now() ? 'retry' : approval.status
+  }
+
+  /** The live approvals of `run` (this owner's, this run's); expired ones left out. */
+  function approvalsOf (owner: string, run: PausedRun): MemoryApproval[] {
+    return run.approvals.flatMap(({ id }) => {
+      const approval = liveApproval(owner, id)
+      return approval !== null && approval.runId === run.runId ? [approval] : []
+    })
+  }
+
+  /** Whether another claim than `token`'s holds the run (answered or kept under another token). */
+  function fencedOut (approvals: readonly MemoryApproval[], token: string | undefined): boolean {
+    return token !== undefined && approvals.some((a) => (a.status === 'answered' || a.status === 'kept' || a.status === 'retry') && a.token !== token)
+  }
+
   function takeScope (owner: string, family: ApprovalFamily, scope: string): PausedRun | null {
     const key = scopeKey(owner, family, scope)
     const runId = scopes.get(key)
@@ -213,8 +249,8 @@ export function createMemoryRunStore (options: MemoryRunStoreOptions): RunStore 
       return ids.map((id) => {
         const approval = liveApproval(owner, id)
         if (approval === null) return null
-        const { owner: _owner, expiresAt: _expiresAt, ...entry } = approval
-        return entry
+        const { id: approvalId, runId, family, scope } = approval
+        return { id: approvalId, runId, family, scope, status: statusOf(approval) }
       })
     },
 
@@ -222,40 +258,57 @@ export function createMemoryRunStore (options: MemoryRunStoreOptions): RunStore 
       return liveRun(owner, runId)
     },
 
-    async answer (owner, runId, ids) {
+    async answer (owner, runId, ids, token) {
       const found = ids.map((id) => liveApproval(owner, id))
       if (found.some((approval) => approval === null || approval.runId !== runId)) return { ok: false, reason: 'gone' }
-      if (found.some((approval) => !claimable(approval?.status))) return { ok: false, reason: 'answered' }
+      if (found.some((approval) => approval === null || !claimable(statusOf(approval)))) return { ok: false, reason: 'answered' }
       const run = liveRun(owner, runId)
       if (run === null) return { ok: false, reason: 'gone' }
-      for (const approval of found) if (approval !== null) approval.status = 'answered'
+      for (const approval of found) {
+        if (approval === null) continue
+        approval.status = 'answered'
+        approval.token = token
+        approval.leaseUntil = undefined
+      }
       dropRun(runId)
       return { ok: true, run }
     },
 
-    async keep (owner, run) {
+    async keep (owner, run, hold) {
+      const held = approvalsOf(owner, run)
+      if (fencedOut(held, hold?.token)) return false
       const json = JSON.stringify(run)
       ledger.admit(owner, ledgerKey(run.runId), 'paused', storedBytes(json))
       runs.set(run.runId, { owner, json, retainUntil: run.pausedAt + retainMs, approvalIds: run.approvals.map((a) => a.id) })
-      for (const { id } of run.approvals) {
-        const approval = liveApproval(owner, id)
-        if (approval !== null && approval.runId === run.runId) approval.status = 'kept'
+      const leaseUntil = hold === undefined || hold.leaseMs === 0 ? undefined : now() + hold.leaseMs
+      for (const approval of held) {
+        if (approval.status !== 'answered' && approval.status !== 'kept') continue
+        approval.status = 'kept'
+        approval.leaseUntil = leaseUntil
       }
       if (run.scope !== '') scopes.set(scopeKey(owner, run.family, run.scope), run.runId)
+      return true
     },
 
-    async release (owner, run) {
-      for (const { id } of run.approvals) {
-        const approval = liveApproval(owner, id)
-        if (approval?.status === 'kept' && approval.runId === run.runId) approval.status = 'retry'
+    async renew (owner, run, hold) {
+      const held = approvalsOf(owner, run)
+      if (held.length === 0 || held.some((a) => a.status !== 'kept' || a.token !== hold.token)) return false
+      for (const approval of held) approval.leaseUntil = hold.leaseMs === 0 ? undefined : now() + hold.leaseMs
+      return true
+    },
+
+    async release (owner, run, token) {
+      for (const approval of approvalsOf(owner, run)) {
+        if (approval.status !== 'kept' || (token !== undefined && approval.token !== token)) continue
+        approval.status = 'retry'
+        approval.leaseUntil = undefined
       }
     },
 
-    async finish (owner, run) {
-      for (const { id } of run.approvals) {
-        const approval = liveApproval(owner, id)
-        if (approval !== null && approval.runId === run.runId && approval.status !== 'superseded') approval.status = 'answered'
-      }
+    async finish (owner, run, token) {
+      const held = approvalsOf(owner, run)
+      if (fencedOut(held, token)) return
+      for (const approval of held) if (approval.status !== 'superseded') approval.status = 'answered'
       if (runs.get(run.runId)?.owner === owner) dropRun(run.runId)
     },
 

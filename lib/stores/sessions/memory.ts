@@ -144,16 +144,37 @@ export interface MemoryRateLimitStoreOptions {
   sweepIntervalMs?: number
 }
 
-interface LoggedHit {
-  at: number
-  /** Names this entry for `undo`. */
-  token: string
+/**
+ * One key's recorded hits, oldest first, from `head` on: their times and tokens in two plain number arrays (no object
+ * per hit). Expired hits are passed over by moving `head`, and the arrays are compacted once the dead part is the larger
+ * half, so a hit costs O(1) however full the window is (a busy key holds a minute of requests: splicing them off the
+ * front moved the whole log on every request).
+ */
+interface WindowLog {
+  times: number[]
+  tokens: number[]
+  head: number
+  windowMs: number
 }
 
-interface WindowLog {
-  /** Recorded hits, oldest first. */
-  hits: LoggedHit[]
-  windowMs: number
+/** Dead entries at the front of a log before it is compacted (and only once they are at least half of it). */
+const COMPACT_AFTER = 1024
+
+/** Drops the hits of `log` at least `windowMs` old at `at`. */
+function expire (log: WindowLog, at: number): void {
+  const { times } = log
+  let head = log.head
+  while (head < times.length && at - (times[head] as number) >= log.windowMs) head++
+  if (head === times.length) {
+    times.length = 0
+    log.tokens.length = 0
+    head = 0
+  } else if (head >= COMPACT_AFTER && head * 2 >= times.length) {
+    log.times = times.slice(head)
+    log.tokens = log.tokens.slice(head)
+    head = 0
+  }
+  log.head = head
 }
 
 /**
@@ -176,8 +197,8 @@ export function createMemoryRateLimitStore (options: MemoryRateLimitStoreOptions
   function sweep (): void {
     const at = now()
     for (const [key, log] of logs) {
-      const newest = log.hits[log.hits.length - 1]
-      if (newest === undefined || at - newest.at >= log.windowMs) logs.delete(key)
+      const newest = log.times[log.times.length - 1]
+      if (newest === undefined || log.head === log.times.length || at - newest >= log.windowMs) logs.delete(key)
     }
   }
 
@@ -189,26 +210,25 @@ export function createMemoryRateLimitStore (options: MemoryRateLimitStoreOptions
       const at = now()
       let log = logs.get(key)
       if (log === undefined) {
-        log = { hits: [], windowMs }
+        log = { times: [], tokens: [], head: 0, windowMs }
       } else {
         logs.delete(key)
       }
       logs.set(key, log)
       log.windowMs = windowMs
-      const { hits } = log
-      let expired = 0
-      while (expired < hits.length && at - (hits[expired] as LoggedHit).at >= windowMs) expired++
-      if (expired > 0) hits.splice(0, expired)
+      expire(log, at)
+      const count = log.times.length - log.head
 
-      if (hits.length >= max) {
-        const oldest = hits[0]
-        const resetMs = oldest === undefined ? windowMs : Math.max(0, oldest.at + windowMs - at)
-        if (hits.length === 0) logs.delete(key)
+      if (count >= max) {
+        const oldest = log.times[log.head]
+        const resetMs = oldest === undefined ? windowMs : Math.max(0, oldest + windowMs - at)
+        if (count === 0) logs.delete(key)
         return { current: max + 1, allowed: false, resetMs }
       }
-      const token = String(++lastToken)
-      hits.push({ at, token })
-      const oldest = (hits[0] as LoggedHit).at
+      const token = ++lastToken
+      log.times.push(at)
+      log.tokens.push(token)
+      const oldest = log.times[log.head] as number
       if (logs.size > maxKeys) {
         sweep()
         for (const oldestKey of logs.keys()) {
@@ -216,13 +236,16 @@ export function createMemoryRateLimitStore (options: MemoryRateLimitStoreOptions
           logs.delete(oldestKey)
         }
       }
-      return { current: hits.length, allowed: true, resetMs: Math.max(0, oldest + windowMs - at), token } satisfies RateLimitHit
+      return { current: count + 1, allowed: true, resetMs: Math.max(0, oldest + windowMs - at), token: String(token) } satisfies RateLimitHit
     },
 
     async undo (key, token) {
-      const hits = logs.get(key)?.hits ?? []
-      const index = hits.findIndex((entry) => entry.token === token)
-      if (index >= 0) hits.splice(index, 1)
+      const log = logs.get(key)
+      if (log === undefined) return
+      const index = log.tokens.indexOf(Number(token), log.head)
+      if (index < 0) return
+      log.times.splice(index, 1)
+      log.tokens.splice(index, 1)
     },
 
     async close () {

@@ -321,6 +321,10 @@ export function createRedisStreamLog (redis: RedisConnection, options: RedisStre
       const keys = streamKeys(options.prefix, id)
       return toEntries(await redis.xrange(keys.events, `(0-${after}`, `0-${upTo}`))
     },
+
+    async checkpointOf (id) {
+      return await redis.hget(streamKeys(options.prefix, id).meta, 'ck') ?? ''
+    },
   }
 
   return {

@@ -100,6 +100,8 @@ export interface DurableStreams {
   adopt (claim: ClaimedStream): StreamProducer
   /** The stored events after `after` up to `upTo`. */
   range (id: string, after: number, upTo: number): Promise<StreamEntry[]>
+  /** The run's last stored checkpoint ('' when none, or the stream is gone). */
+  checkpointOf (id: string): Promise<string>
 }
 
 /** Outcome of {@link StreamLog.cancel}. */

@@ -83,15 +83,16 @@ local function endHere(payload, ttl)
 end
 `
 
-// 0 unknown or another owner, 1 already finished or cancel pending, 2 the live owner is told, 3 ended here (owner gone).
+// 0 unknown or another owner, 1 already finished or cancel pending, 2 the live owner is told (a durable run without
+// one: the sweep that claims it ends it, with its usage and its open items closed), 3 ended here (owner gone).
 // ARGV: owner hash, ttl ms, a nonce: a retry whose first try was applied (its reply lost) answers 2 again, not 1.
 export const CANCEL = defineScript(END_HERE + `
-local m = redis.call('HMGET', KEYS[2], 'owner', 'state', 'cancel', 'pc')
+local m = redis.call('HMGET', KEYS[2], 'owner', 'state', 'cancel', 'pc', 'fence')
 if not m[1] or m[1] ~= ARGV[1] then return 0 end
 if m[3] == ARGV[3] then return 2 end
 if m[2] ~= 'running' or m[3] then return 1 end
 redis.call('HSET', KEYS[2], 'cancel', ARGV[3])
-if redis.call('EXISTS', KEYS[3]) == 1 then return 2 end
+if m[5] or redis.call('EXISTS', KEYS[3]) == 1 then return 2 end
 endHere(m[4], ARGV[2])
 return 3
 `)
