@@ -1,80 +1,34 @@
-// Agent plugin: Fastify glue of the agent service (lib/agent/service.ts): a request's run context, and its sink (lib/http/run-sinks.ts) opened as the stream format says.
+// Agent plugin: Fastify glue of the agent service (lib/agent/configured.ts): a request's run context (lib/http/run-context.ts), its sink (lib/http/run-sinks.ts) opened as the stream format says (lib/http/stream-opening.ts), the hooks' headers.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { createAgentService, type Continuation, type EventSink, type JsonResult, type PreparedRun, type RunContext } from '../lib/agent/service.js'
+import type { Continuation, EventSink, JsonResult, PreparedRun } from '../lib/agent/service.js'
+import { configuredAgentService } from '../lib/agent/configured.js'
 import type { RunSpec } from '../lib/agent/spec.js'
 import type { RunState } from '../lib/agent/state.js'
-import { approvalMatcher } from '../lib/config/approval-policy.js'
 import { UsageTally } from '../lib/agent/usage.js'
 import { heldSink, sseSink, streamLogSink } from '../lib/http/run-sinks.js'
+import { pumpAsOpening } from '../lib/http/stream-opening.js'
+import { clientGoneSignal, onClientGone, runContextOf, type Asker } from '../lib/http/run-context.js'
 import type { StreamFormat } from '../lib/agent/stream-format.js'
+import type { DialectName } from '../lib/dialects/names.js'
 import type { StreamLayout } from '../lib/http/resumable.js'
 import type { DurableRecord } from '../lib/agent/durable.js'
 import type { StreamProducer } from '../lib/stores/stream-log/types.js'
 
-/** Preparing a run aborts nothing: its context needs a signal all the same. */
-const NOT_ABORTED = new AbortController().signal
-
-/** Calls `abort` when the client goes away before the answer was sent. */
-function onDisconnect (request: FastifyRequest, reply: FastifyReply, abort: () => void): void {
-  reply.raw.once('close', () => { if (!reply.raw.writableEnded) abort() })
-  request.raw.once('aborted', abort)
-}
-
-/** Aborts when the client goes away before the JSON answer is sent, so the model call stops too. */
-function disconnectSignal (request: FastifyRequest, reply: FastifyReply): AbortSignal {
-  const controller = new AbortController()
-  onDisconnect(request, reply, () => { controller.abort() })
-  return controller.signal
-}
-
-/** A request's run context; `signal` is what stops the run. */
-function contextOf (request: FastifyRequest, reply: FastifyReply, signal: AbortSignal): RunContext {
-  return {
-    owner: request.identity,
-    requestId: request.id,
-    log: request.log,
-    signal,
-    parent: request.runParent,
-    // A client that left has closed the response already: run now rather than wait for a 'close' gone by.
-    afterResponse: (task) => {
-      if (reply.raw.writableFinished || reply.raw.destroyed) setImmediate(task)
-      else reply.raw.once('close', task)
-    },
-  }
-}
+/** Who asks for a request's run, as the auth and run-hooks plugins decorated it. */
+const askerOf = (request: FastifyRequest): Asker => ({ owner: request.identity, parent: request.runParent })
 
 function createAgent (app: FastifyInstance) {
   const { config } = app
-  const needsApproval = approvalMatcher(config.approvalPatterns)
-  const service = createAgentService({
+  const { service, needsApproval } = configuredAgentService(config, {
     sessions: app.stores.sessions,
     conversations: app.stores.conversations,
+    runs: app.stores.runs,
     tools: app.tools,
     hooks: () => app.runHooks.all,
     provider: app.llm.provider,
-    priceOf: (model) => config.prices.get(model),
-    settings: {
-      defaultModel: config.defaultModel,
-      temperature: config.MODEL_TEMPERATURE,
-      maxIterations: config.MAX_ITERATIONS,
-      maxToolCallsPerTurn: config.MAX_TOOL_CALLS_PER_TURN,
-      memoryMaxTokens: config.MEMORY_MAX_TOKENS,
-      defaultMaxTokens: app.llm.defaultMaxTokens,
-      structuredOutputRetries: config.STRUCTURED_OUTPUT_RETRIES,
-    },
-    // Tool approval is off (no store calls, every route as before) unless TOOL_APPROVAL_REQUIRED names a tool.
-    ...(config.approvalPatterns.length === 0 ? {} : { needsApproval }),
-    approvals: config.approvalPatterns.length === 0
-      ? undefined
-      : {
-          store: app.stores.runs,
-          ttlSeconds: config.TOOL_APPROVAL_TTL_SECONDS,
-          // A continuation's process that died frees the same continuation once its lease lapsed (README "Tool approval").
-          leaseSeconds: config.RUN_LEASE_SECONDS,
-          retrySafe: approvalMatcher(config.retrySafePatterns),
-          interrupted: (tool: string) => { app.metrics.toolCalls.inc({ tool, outcome: 'interrupted' }) },
-        },
+    defaultMaxTokens: app.llm.defaultMaxTokens,
+    interrupted: (tool) => { app.metrics.toolCalls.inc({ tool, outcome: 'interrupted' }) },
   })
 
   /** Sends the headers the run's hooks add (budget token headers): after the first call's reservation or the settlement, they count it. */
@@ -112,9 +66,9 @@ function createAgent (app: FastifyInstance) {
      * a client that leaves aborts the model call.
      */
     async json (
-      request: FastifyRequest, reply: FastifyReply, spec: RunSpec | { continuation: Continuation }, dialect = 'json'
+      request: FastifyRequest, reply: FastifyReply, spec: RunSpec | { continuation: Continuation }, dialect: DialectName
     ): Promise<JsonResult> {
-      const context = contextOf(request, reply, disconnectSignal(request, reply))
+      const context = runContextOf(request, askerOf(request), reply, clientGoneSignal(request, reply))
       const run = 'continuation' in spec
         ? await service.prepareContinuation(context, spec.continuation, dialect)
         : await service.prepare(context, spec, dialect)
@@ -133,14 +87,7 @@ function createAgent (app: FastifyInstance) {
       request: FastifyRequest, spec: RunSpec, format: StreamFormat, options: { id: string, first: readonly string[] }
     ): Promise<{ producer: StreamProducer, finished: Promise<void> }> {
       app.llm.limiter.assertAvailable(request.identity)
-      const context: RunContext = {
-        owner: request.identity,
-        requestId: request.id,
-        log: request.log,
-        signal: NOT_ABORTED,
-        parent: request.runParent,
-        afterResponse: (task) => { setImmediate(task) },
-      }
+      const context = runContextOf(request, askerOf(request))
       const run = await service.prepare(context, spec, format.name)
       const record: DurableRecord = { identity: request.identity, conversationId: run.conversationId }
       const started = await app.resumable.startDetached(options.id, request.identity, format, JSON.stringify(record), run.observer?.link)
@@ -168,7 +115,7 @@ function createAgent (app: FastifyInstance) {
     ): Promise<void> {
       app.llm.limiter.assertAvailable(request.identity)
       // Prepared before the stream opens: a session store that is down is a plain 503.
-      const context = contextOf(request, reply, NOT_ABORTED)
+      const context = runContextOf(request, askerOf(request), reply)
       // A continuation's answers are claimed here too: a refused one (404, 409, 422) is a plain HTTP error.
       const run = 'continuation' in spec
         ? await service.prepareContinuation(context, spec.continuation, format.name)
@@ -183,7 +130,7 @@ function createAgent (app: FastifyInstance) {
         : undefined
       const held = heldSink({
         checkpoints: durable !== undefined,
-        onClientGone: (abort) => { onDisconnect(request, reply, abort) },
+        onClientGone: (abort) => { onClientGone(request, reply, abort) },
         ...(opening === 'on-first-output' ? { openOnFirstPayload: () => clientSink(request, reply, format, usage), keepEarlyError: true } : {}),
         ...(beforeEnd === undefined ? {} : { beforeEnd: async () => { await beforeEnd(run.state) } }),
       })
@@ -196,24 +143,8 @@ function createAgent (app: FastifyInstance) {
       }
       // Nothing before the first output: the token headers go with the stream once the first call is admitted.
       if (opening === 'on-first-output') run.firstCall.then(async () => { await hookHeaders(reply, run) }, () => {})
-      let { followed } = opening === 'at-once' ? await open() : { followed: Promise.resolve() }
-      const pumping = service.stream(contextOf(request, reply, held.sink.signal), run, format, held.sink)
-      if (opening === 'after-first-call') {
-        // The first model call is admitted (budgets) before any byte: a refusal is a plain HTTP error.
-        const first = await Promise.race([run.firstCall.then(() => 'admitted' as const, (error: unknown) => error), pumping.then(() => 'ended' as const)])
-        if (first !== 'admitted' && first !== 'ended') {
-          await pumping
-          throw first
-        }
-        ;({ followed } = await open())
-      }
-      await pumping
-      await followed
-      if (opening !== 'on-first-output') return
-      const failure = held.failure()
-      if (failure !== undefined) throw failure.error
-      // The client left before anything was sent: nobody reads an answer (logged as 499).
-      if (!held.started()) throw new DOMException('Client closed the request', 'AbortError')
+      const pump = () => service.stream(runContextOf(request, askerOf(request), reply, held.sink.signal), run, format, held.sink)
+      await pumpAsOpening({ opening, held, firstCall: run.firstCall, open, pump })
     },
   }
 }

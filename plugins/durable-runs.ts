@@ -25,7 +25,7 @@ interface DurableFormat {
   ended?: (identity: string, id: string) => Promise<void>
 }
 
-/** The formats whose runs can be durable, by the name the stream log records. */
+/** The formats whose runs can be durable, by the name the stream log records (their `logName`, not the dialect's). */
 const DURABLE_FORMATS: ReadonlyMap<string, DurableFormat> = new Map<string, DurableFormat>([
   ['agent', { tokenText: agentTokenText, resume: async () => agentEvents }],
   // The UI stream's format has state (its message id, the open text part and step): read back from what was stored.

@@ -128,7 +128,7 @@ function createResumable (app: FastifyInstance) {
     async startDetached (id: string, owner: string, format: StreamFormat, record: string, link?: string) {
       const producer = await app.stores.streamLog.start(id, {
         owner,
-        format: format.name,
+        format: format.logName,
         cancelledPayload: format.terminalError('Cancelled'),
         interruptedPayload: format.terminalError('Stream interrupted'),
         link,
@@ -147,7 +147,7 @@ function createResumable (app: FastifyInstance) {
       const id = randomUUID()
       const producer = await app.stores.streamLog.start(id, {
         owner: request.identity,
-        format: format.name,
+        format: format.logName,
         cancelledPayload: format.terminalError('Cancelled'),
         interruptedPayload: format.terminalError('Stream interrupted'),
         link,

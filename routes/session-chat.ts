@@ -1,17 +1,10 @@
 // Unversioned POST /chat and POST /chat/stream: the agent with all tools and per-session memory.
-import { refuseFormat } from '../lib/input/output-format.js'
-import { randomUUID } from 'node:crypto'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { Type, type Static } from 'typebox'
-import type { RunSpec } from '../lib/agent/spec.js'
-import { assertAllowedContent } from '../lib/input/content-policy.js'
 import { sessionChunks } from '../lib/dialects/session/format.js'
+import { sessionAnswer, sessionRun } from '../lib/dialects/session/request.js'
 import { resumableIn } from '../lib/http/resumable.js'
-import { approvalView } from '../lib/agent/approvals.js'
-import { requestKind } from '../lib/dialects/approvals.js'
-import type { Continuation } from '../lib/agent/service.js'
-import { RequestValidationError } from '../lib/input/validation.js'
 import { SessionChatRequest, SessionChatResponse, SseResponse } from '../schemas/chat.js'
 import { modelErrorResponses } from '../schemas/common.js'
 
@@ -24,35 +17,6 @@ const chatErrorResponses = {
   404: Type.Ref('DetailError'),
   409: Type.Ref('DetailError'),
   500: Type.Union([Type.Ref('InternalErrorBody'), Type.Ref('AgentErrorBody'), Type.Ref('DetailError')]),
-}
-
-type SessionChatBody = Static<typeof SessionChatRequest>
-
-/**
- * The run a request asks for: a new message continues session `session_id` (a new one when none was given)
- * with every tool; `approvals` instead continue the session's run paused for approval (README "Tool approval").
- */
-function sessionRun (body: SessionChatBody): { sessionId: string, spec: RunSpec | { continuation: Continuation } } {
-  refuseFormat(body)
-  if (requestKind(body, 'message') === 'continuation') {
-    if (body.session_id === undefined || body.session_id === null) {
-      throw new RequestValidationError([{ loc: ['body', 'session_id'], msg: '`session_id` is required with `approvals`', type: 'missing' }])
-    }
-    const sessionId = body.session_id
-    return { sessionId, spec: { continuation: { family: 'session', scope: sessionId, answers: body.approvals ?? [], loc: ['body', 'approvals'] } } }
-  }
-  const message = body.message ?? ''
-  assertAllowedContent(message, ['body', 'message'])
-  const sessionId = body.session_id ?? randomUUID()
-  return {
-    sessionId,
-    spec: {
-      messages: [{ role: 'user', content: message }],
-      tools: 'all',
-      memory: { id: sessionId, save: 'turns' },
-      approval: { family: 'session', scope: sessionId },
-    },
-  }
 }
 
 const sessionChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -79,14 +43,8 @@ const sessionChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
     if (request.body.stream === true) return await answerStream(request, reply, request.body)
     const started = performance.now()
     const { sessionId, spec } = sessionRun(request.body)
-    const result = await app.agent.json(request, reply, spec)
-    return {
-      content: result.content,
-      session_id: sessionId,
-      tool_calls: result.toolCalls,
-      pending_approvals: result.approvals.map(approvalView),
-      metadata: { elapsed_seconds: Math.round(performance.now() - started) / 1000 },
-    }
+    const result = await app.agent.json(request, reply, spec, 'session')
+    return sessionAnswer(result, sessionId, performance.now() - started)
   })
 
   app.post('/chat/stream', {

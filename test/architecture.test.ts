@@ -1,10 +1,12 @@
 // The layers of the code map (docs/architecture.md): schemas < lib (its folders in their own order) < lib/http < plugins < routes.
 // No module imports a higher layer, no module inside lib sits outside a named folder, no import cycle inside lib,
-// only the route scopes import route modules (to register them), and no route imports a plugin module.
+// only the route scopes import route modules (to register them), and no route imports a plugin module. A dialect is
+// named by its folder, and the tests mirror the tree.
 import { readFileSync, readdirSync, statSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { test } from 'tap'
+import { DIALECTS } from '../lib/dialects/names.js'
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 
@@ -120,4 +122,40 @@ test('only plugins/stores.ts opens Redis connections (lib/stores/ has the factor
   const opening = files.filter((file) => !file.startsWith('lib/stores/') && file !== 'plugins/stores.ts')
     .filter((file) => /\bcreateRedis(Client|ClusterClient|NodeClient)\s*\(|\bnew\s+(Redis|Cluster)\s*\(/.test(readFileSync(join(root, file), 'utf8')))
   t.same(opening, [], 'modules that open a Redis connection')
+})
+
+/** Folders directly under `dir`. */
+function foldersIn (dir: string): string[] {
+  return readdirSync(join(root, dir)).filter((name) => statSync(join(root, dir, name)).isDirectory()).sort()
+}
+
+test('a dialect is named by its folder: the list of names, and every stream format\'s name', async (t) => {
+  const folders = foldersIn('lib/dialects')
+  t.same([...DIALECTS].sort(), folders, 'lib/dialects/names.ts lists the folders')
+  const misnamed: string[] = []
+  const withFormat = new Set<string>()
+  for (const file of files.filter((path) => path.split('/').length > 3 && path.startsWith('lib/dialects/'))) {
+    const folder = file.split('/')[2] as string
+    const text = readFileSync(join(root, file), 'utf8')
+    // A stream format's literal names its dialect on the line right before its `logName` (the stream log's value).
+    const names = [...text.matchAll(/^\s*name: '([^']*)',\n\s*logName: /gm)].map((match) => match[1] as string)
+    if (names.length !== (text.match(/^\s*logName: /gm) ?? []).length) misnamed.push(`${file}: a logName without \`name\` on the line before`)
+    for (const name of names) {
+      if (name !== folder) misnamed.push(`${file}: ${name}`)
+      withFormat.add(folder)
+    }
+  }
+  t.same(misnamed, [], 'stream formats named otherwise than their folder')
+  t.same([...withFormat].sort(), folders, 'every dialect has a stream format')
+})
+
+/** Tests of the whole service (its bundle, deployment, docs, route schemas, the playground in a browser) and of this map. */
+const WHOLE_SERVICE_TESTS = [
+  'architecture', 'bundle', 'bundle-concurrent', 'deploy', 'deploy-replicas', 'docs-examples', 'playground', 'playground-approval',
+  'playground-session', 'route-schemas',
+].map((name) => `${name}.test.ts`).sort()
+
+test('tests mirror the tree: only whole-service tests sit at the top of test/', async (t) => {
+  const top = readdirSync(join(root, 'test')).filter((name) => name.endsWith('.test.ts')).sort()
+  t.same(top, WHOLE_SERVICE_TESTS, 'a test of one module or plugin goes in the folder that mirrors it (test/config, test/http, test/plugins, ...)')
 })

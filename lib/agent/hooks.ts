@@ -12,7 +12,7 @@ export interface RunInfo {
   /** The API key's label when the caller authenticated with one. */
   keyLabel?: string | undefined
   requestId: string
-  /** The wire dialect that asked for the run (`agent-events`, `session`, `ui`, `chat-completions`, ...). */
+  /** The wire dialect that asked for the run: its folder under lib/dialects/ (`agent-events`, `session`, `ui`, `openai`, ...). */
   dialect: string
   /** The model as the client named it (or the default). */
   model: string

@@ -134,7 +134,7 @@ function outcomeOf (error: unknown, signal: AbortSignal): RunOutcome {
 export type JsonResult = AgentResult & { approvals: ApprovalRecord[] }
 
 /** Payloads of nothing: a JSON answer's run sends no events, its answer is the run's state. */
-const NO_PAYLOADS: StreamFormat = { name: 'json', event: () => null, done: () => [], error: () => [], terminalError: () => '' }
+const NO_PAYLOADS: StreamFormat = { name: 'json', logName: 'json', event: () => null, done: () => [], error: () => [], terminalError: () => '' }
 
 /**
  * The sink of a JSON answer: it sends nothing and takes every error of the run, for its owner to throw; a memory

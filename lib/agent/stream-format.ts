@@ -41,8 +41,14 @@ export type StreamOpening = 'at-once' | 'after-first-call' | 'on-first-output'
 
 /** How one stream route writes the events of a run; the writer (lib/http/sse.ts) only frames what this returns. */
 export interface StreamFormat {
-  /** The format's name: what the stream log records a resumable stream's format as. */
+  /** The dialect the format belongs to: its folder under lib/dialects/ (the run hooks' `RunInfo.dialect`). */
   readonly name: string
+  /**
+   * What the stream log records the stream's format as, and how a replica taking over a durable run finds the format
+   * again (DECISIONS 21). Stored in Redis, so it outlives a deploy: the values kept from before the dialects' folders
+   * named them (`agent`, `text`, `openai-chat`, `openai-responses`; the other dialects' equal their folder).
+   */
+  readonly logName: string
   /** When the stream's response opens (default `after-first-call`). */
   readonly opening?: StreamOpening | undefined
   /**

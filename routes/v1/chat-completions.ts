@@ -32,7 +32,7 @@ const chatCompletionsRoute: FastifyPluginAsyncTypebox = async (app) => {
       await app.agent.stream(request, reply, plan.spec, format)
       return reply
     }
-    return chatCompletion(await app.agent.json(request, reply, plan.spec, 'openai-chat'))
+    return chatCompletion(await app.agent.json(request, reply, plan.spec, 'openai'))
   })
 }
 

@@ -198,7 +198,7 @@ const responsesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       })
       return reply
     }
-    const result = await app.agent.json(request, reply, plan.spec, 'openai-responses')
+    const result = await app.agent.json(request, reply, plan.spec, 'openai')
     const response = builder.build({
       status: finishedStatus(result.state.lastStopReason),
       model: result.model,

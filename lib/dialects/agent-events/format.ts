@@ -10,7 +10,8 @@ const usageEvent = (usage: UsageReport): string => JSON.stringify({ type: 'usage
  * a `usage` event before every terminal event (README "Resumable streams").
  */
 export const agentEvents: StreamFormat = {
-  name: 'agent',
+  name: 'agent-events',
+  logName: 'agent',
   // A continuation opens before its approved calls run: heartbeats while they run, a budget refusal in-stream (18).
   continuationOpensAtOnce: true,
   event: (event) => {

@@ -161,6 +161,7 @@ export function createAguiStream (options: AguiStreamOptions): StreamFormat {
 
   return {
     name: 'agui',
+    logName: 'agui',
     continuationOpensAtOnce: true,
     event (agentEvent: AgentEvent) {
       // The hot path, a text delta of an open message: one string, no array, the constant part written once.

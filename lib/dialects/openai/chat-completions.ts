@@ -179,7 +179,8 @@ export function chatCompletionChunks (options: { model: string, includeUsage: bo
   // A text delta is the hot path (one per token): the chunk around it is built once, the text alone encoded.
   const [textHead, textTail] = chunk({ content: TEXT_MARK }).split(JSON.stringify(TEXT_MARK)) as [string, string]
   return {
-    name: 'openai-chat',
+    name: 'openai',
+    logName: 'openai-chat',
     // Nothing before the model's first output: a refusal or failure before it is a plain HTTP error in the OpenAI shape.
     opening: 'on-first-output',
     event (event: AgentEvent) {

@@ -520,7 +520,8 @@ export function responsesEvents (options: {
     return [...payloads, emit('response.failed', { response: final })]
   }
   const format: StreamFormat = {
-    name: 'openai-responses',
+    name: 'openai',
+    logName: 'openai-responses',
     // Nothing before the model's first output: a refusal or failure before it is a plain HTTP error in the OpenAI shape.
     opening: 'on-first-output',
     event: onEvent,

@@ -22,6 +22,7 @@ export function pythonRepr (text: string): string {
  */
 export const sessionChunks: StreamFormat = {
   name: 'session',
+  logName: 'session',
   // A continuation opens before its approved calls run: heartbeats while they run, a budget refusal in-stream (18).
   continuationOpensAtOnce: true,
   event: textChunk,

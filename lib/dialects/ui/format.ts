@@ -160,6 +160,7 @@ export function createUiMessageStream (options: UiMessageStreamOptions): StreamF
 
   return {
     name: 'ui',
+    logName: 'ui',
     // The protocol ends its 200 stream with an error chunk: even a budget refusal of the first call travels inside it.
     opening: 'at-once',
     event (event: AgentEvent) {

@@ -4,7 +4,8 @@ import { DONE, textChunk } from '../text-chunk.js'
 
 /** `POST /api/v1/chat/stream` (README "Endpoints"): chunks, `[DONE]`, `[ERROR] <text>`. */
 export const textChunks: StreamFormat = {
-  name: 'text',
+  name: 'v1',
+  logName: 'text',
   event: textChunk,
   // A refusal of a JSON answer ends the stream as an error (README "Structured outputs").
   done: ({ refusal }) => refusal === undefined ? DONE : [`[ERROR] Model refused: ${refusal}`],

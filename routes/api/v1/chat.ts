@@ -34,7 +34,7 @@ const chatRoutes: FastifyPluginAsyncTypebox = async (app) => {
         messages: [{ role: 'user', content: body.message }],
         tools: [],
         memory: { id: conversationId, save: 'reply' },
-      })
+      }, 'v1')
       return { reply: result.content, conversation_id: conversationId }
     }
     refuseGatedTools(body.tools, app.agent.needsApproval)
@@ -43,7 +43,7 @@ const chatRoutes: FastifyPluginAsyncTypebox = async (app) => {
       await app.agent.stream(request, reply, spec, textChunks, resumableIn(body, 'versioned'))
       return reply
     }
-    return agentResponse(await app.agent.json(request, reply, spec))
+    return agentResponse(await app.agent.json(request, reply, spec, 'v1'))
   })
 
   app.post('/chat/stream', {

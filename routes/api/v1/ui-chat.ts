@@ -1,19 +1,15 @@
 // POST /api/v1/ui/chat and its reconnect URL: the AI SDK's useChat protocol (README "Chat UIs"), UI messages in, a resumable UI message stream out.
-import { flatFormat } from '../../../lib/dialects/v1/request.js'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { randomUUID } from 'node:crypto'
 import { Type } from 'typebox'
 import { resumeUrl, streamStoreDown } from '../../../lib/http/resumable.js'
 import { UI_MESSAGE_STREAM_HEADER, UI_MESSAGE_STREAM_VERSION, createUiMessageStream } from '../../../lib/dialects/ui/format.js'
-import { MAX_UI_JSON_FIELD_DEPTH, boundUiChatBody, uiMessagesToTurns } from '../../../lib/dialects/ui/messages.js'
+import { MAX_UI_JSON_FIELD_DEPTH, boundUiChatBody } from '../../../lib/dialects/ui/messages.js'
+import { uiChatRun } from '../../../lib/dialects/ui/request.js'
 import { createJsonBodyBudget, type JsonPath } from '../../../lib/input/body-budget.js'
 import { RequestValidationError } from '../../../lib/input/validation.js'
-import { BODY_LIMIT_BYTES, MAX_IMAGE_BYTES, MAX_IMAGES, SseResponse, V2_BODY_LIMIT, V2_BYTES_PER_IMAGE } from '../../../schemas/chat.js'
+import { BODY_LIMIT_BYTES, MAX_IMAGES, SseResponse, V2_BODY_LIMIT, V2_BYTES_PER_IMAGE } from '../../../schemas/chat.js'
 import { commonErrorResponses, modelErrorResponses } from '../../../schemas/common.js'
 import { UiChatParams, uiChatRequestSchema } from '../../../schemas/ui.js'
-
-/** Characters of message text a request may carry in all (README "Endpoints"). */
-export const MAX_UI_CHARS = 4_000_000
 
 /** Where a part's free-form fields start: the top object, `messages`, a message, `parts`, a part. */
 const PART_LEVELS = 5
@@ -65,58 +61,11 @@ const uiChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
   }, async (request, reply) => {
     const body = request.body
-    const last = body.messages.at(-1)
-    const answered = last?.role === 'assistant' ? last.parts.filter((part) => part.state === 'approval-responded') : []
-    if (last !== undefined && answered.length > 0) {
-      // The AI SDK's approval round trip: the last assistant message's answered tool parts continue the paused turn.
-      const lastIndex = body.messages.length - 1
-      const waiting = last.parts.findIndex((part) => part.state === 'approval-requested')
-      if (waiting !== -1) {
-        throw new RequestValidationError([{
-          loc: ['body', 'messages', lastIndex, 'parts', waiting],
-          msg: 'Every tool part of the turn waiting for approval must be answered (state approval-responded)',
-          type: 'value_error',
-        }])
-      }
-      const answers = answered.map((part, i) => {
-        const approval = part.approval
-        if (approval === undefined || typeof approval.approved !== 'boolean') {
-          throw new RequestValidationError([{ loc: ['body', 'messages', lastIndex, 'parts', i, 'approval'], msg: 'An answered part needs approval {id, approved}', type: 'missing' }])
-        }
-        return { id: approval.id, approved: approval.approved, reason: approval.reason }
-      })
-      reply.header(UI_MESSAGE_STREAM_HEADER, UI_MESSAGE_STREAM_VERSION)
-      // The reply continues the assistant message the client holds: same message id; its answered calls come as the run's `resumed` event.
-      const format = createUiMessageStream({ messageId: last.id })
-      const continuation = { family: 'ui' as const, scope: body.id, answers, loc: ['body', 'messages', lastIndex, 'parts'] }
-      await app.agent.stream(request, reply, { continuation }, format, {
-        resumable: 'versioned',
-        // Durable when DURABLE_RUNS is on (DECISIONS 21): its streams are always resumable.
-        durable: true,
-        onOpen: async (streamId) => { await app.stores.chatStreams.set(request.identity, body.id, streamId) },
-      })
-      return reply
-    }
-    const { system, turns, ignored } = uiMessagesToTurns(body.messages, {
-      isKnownTool: (name) => app.tools.has(name),
-      maxImages: MAX_IMAGES,
-      maxImageBytes: MAX_IMAGE_BYTES,
-      maxChars: MAX_UI_CHARS,
-    })
+    const { spec, messageId, ignored } = uiChatRun(body, (name) => app.tools.has(name))
     if (Object.keys(ignored).length > 0) request.log.info({ chatId: body.id, ignored }, 'ui chat: message parts ignored')
     reply.header(UI_MESSAGE_STREAM_HEADER, UI_MESSAGE_STREAM_VERSION)
-    const format = createUiMessageStream({ messageId: randomUUID() })
-    // Always resumable (README "Chat UIs"), filed under the chat id for the transport's reconnect URL.
-    const spec = {
-      model: body.model,
-      system,
-      messages: turns,
-      tools: 'all' as const,
-      conversationId: body.id,
-      approval: { family: 'ui' as const, scope: body.id },
-      format: flatFormat(body.response_format),
-    }
-    await app.agent.stream(request, reply, spec, format, {
+    await app.agent.stream(request, reply, spec, createUiMessageStream({ messageId }), {
+      // Always resumable (README "Chat UIs"), filed under the chat id for the transport's reconnect URL.
       resumable: 'versioned',
       // Durable when DURABLE_RUNS is on (DECISIONS 21): its streams are always resumable.
       durable: true,

@@ -44,7 +44,7 @@ const v2ChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
       await app.agent.stream(request, reply, spec, textChunks, resumableIn(body, 'versioned'))
       return reply
     }
-    return agentResponse(await app.agent.json(request, reply, spec))
+    return agentResponse(await app.agent.json(request, reply, spec, 'v1'))
   })
 }
 

@@ -2,9 +2,9 @@ import { test } from 'tap'
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { fileURLToPath } from 'node:url'
-import { readSse } from './helpers/sse-client.js'
+import { readSse } from '../helpers/sse-client.js'
 
-const fixture = fileURLToPath(new URL('./fixtures/slow-server.ts', import.meta.url))
+const fixture = fileURLToPath(new URL('../fixtures/slow-server.ts', import.meta.url))
 
 async function startServer (env: Record<string, string>) {
   // The child runs TypeScript through the same loader tap gave this process.

@@ -1,5 +1,5 @@
 import { test } from 'tap'
-import { buildTestApp } from './helpers/app.js'
+import { buildTestApp } from '../helpers/app.js'
 
 const preflight = (origin: string) => ({
   method: 'OPTIONS' as const,

@@ -2,7 +2,7 @@ import { test } from 'tap'
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { ConfigError, loadConfig } from '../lib/config/config.js'
+import { ConfigError, loadConfig } from '../../lib/config/config.js'
 
 test('defaults with an empty environment', async (t) => {
   const config = loadConfig({ env: {} })

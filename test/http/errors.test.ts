@@ -1,7 +1,7 @@
 import { test } from 'tap'
 import type { FastifyPluginAsync } from 'fastify'
-import { AgentError, HttpError, LLMServiceError } from '../lib/domain/errors.js'
-import { buildTestApp } from './helpers/app.js'
+import { AgentError, HttpError, LLMServiceError } from '../../lib/domain/errors.js'
+import { buildTestApp } from '../helpers/app.js'
 
 const throwers: Record<string, () => Error> = {
   llm: () => new LLMServiceError('upstream exploded'),

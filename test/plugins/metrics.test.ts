@@ -4,10 +4,10 @@ import { randomUUID } from 'node:crypto'
 import type { FastifyPluginAsync } from 'fastify'
 import { register as globalRegistry } from 'prom-client'
 import parsePrometheusTextFormat, { type MetricFamily } from 'parse-prometheus-text-format'
-import { buildTestApp } from './helpers/app.js'
-import { sampleValue, samples, settle } from './helpers/metrics.js'
-import { createMetrics, UNMATCHED_ENDPOINT } from '../plugins/metrics.js'
-import type { App } from '../app.js'
+import { buildTestApp } from '../helpers/app.js'
+import { sampleValue, samples, settle } from '../helpers/metrics.js'
+import { createMetrics, UNMATCHED_ENDPOINT } from '../../plugins/metrics.js'
+import type { App } from '../../app.js'
 
 /** Throwaway routes: a parametric one, a slow one, and a hijacked (SSE-like) one. */
 const unversioned: FastifyPluginAsync = async (app) => {

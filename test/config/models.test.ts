@@ -3,7 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'tap'
-import { ConfigError, loadConfig } from '../lib/config/config.js'
+import { ConfigError, loadConfig } from '../../lib/config/config.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'models-file-'))
 let serial = 0

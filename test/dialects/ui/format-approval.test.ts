@@ -1,10 +1,10 @@
 // The UI message stream format around tool approval: a paused ending, and a continuation's answered calls first.
 import { test, type Test } from 'tap'
-import type { AgentEvent } from '../../lib/agent/events.js'
-import type { UsageReport } from '../../lib/domain/types.js'
-import type { PendingCall } from '../../lib/agent/state.js'
-import { createUiMessageStream, type UiMessageStreamOptions } from '../../lib/dialects/ui/format.js'
-import { chunkError } from '../helpers/ui-chat.js'
+import type { AgentEvent } from '../../../lib/agent/events.js'
+import type { UsageReport } from '../../../lib/domain/types.js'
+import type { PendingCall } from '../../../lib/agent/state.js'
+import { createUiMessageStream, type UiMessageStreamOptions } from '../../../lib/dialects/ui/format.js'
+import { chunkError } from '../../helpers/ui-chat.js'
 
 const USAGE: UsageReport = { input_tokens: 3, output_tokens: 4, cache_read_tokens: 0, cache_write_tokens: 0, cost_usd: null, model: 'm1', source: 'provider' }
 type Chunk = Record<string, unknown> & { type: string }

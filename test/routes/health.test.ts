@@ -1,5 +1,5 @@
 import { test } from 'tap'
-import { buildTestApp } from './helpers/app.js'
+import { buildTestApp } from '../helpers/app.js'
 
 test('GET /health: healthy with the current time', async (t) => {
   const { app } = await buildTestApp(t)

@@ -1,8 +1,8 @@
 import { test } from 'tap'
 import SwaggerParser from '@apidevtools/swagger-parser'
 import type { FastifyPluginAsync } from 'fastify'
-import { buildTestApp } from './helpers/app.js'
-import { bearerToken, createKeyMatcher, keyIdentity } from '../plugins/auth.js'
+import { buildTestApp } from '../helpers/app.js'
+import { bearerToken, createKeyMatcher, keyIdentity } from '../../plugins/auth.js'
 
 const KEY_1 = 'sk-test-AAAAAAAAAAAAAAAAAAAAAAAAAAAA-one'
 const KEY_2 = 'sk-test-BBBBBBBBBBBBBBBBBBBBBBBBBBBB-two'

@@ -1,9 +1,9 @@
 // The UI message stream format on its own: chunk order over agent events, steps, errors; every chunk checked with the ai schema.
 import { test, type Test } from 'tap'
-import type { AgentEvent } from '../../lib/agent/events.js'
-import type { UsageReport } from '../../lib/domain/types.js'
-import { createUiMessageStream } from '../../lib/dialects/ui/format.js'
-import { chunkError } from '../helpers/ui-chat.js'
+import type { AgentEvent } from '../../../lib/agent/events.js'
+import type { UsageReport } from '../../../lib/domain/types.js'
+import { createUiMessageStream } from '../../../lib/dialects/ui/format.js'
+import { chunkError } from '../../helpers/ui-chat.js'
 
 const USAGE: UsageReport = { input_tokens: 3, output_tokens: 4, cache_read_tokens: 0, cache_write_tokens: 0, cost_usd: null, model: 'm1', source: 'provider' }
 

@@ -5,8 +5,8 @@ import { get as httpGet, type IncomingMessage } from 'node:http'
 import { setTimeout as sleep } from 'node:timers/promises'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { createParser } from 'eventsource-parser'
-import { SSE_HEADERS, createSseRegistry, frameSse, frameSseWithId, namedEvent, openSseStream, parseNamedEvent, type SseWriter } from '../lib/http/sse.js'
-import { assertSseHeaders, readSse, sseEvents } from './helpers/sse-client.js'
+import { SSE_HEADERS, createSseRegistry, frameSse, frameSseWithId, namedEvent, openSseStream, parseNamedEvent, type SseWriter } from '../../lib/http/sse.js'
+import { assertSseHeaders, readSse, sseEvents } from '../helpers/sse-client.js'
 
 type Tap = Parameters<Parameters<typeof test>[0] & {}>[0]
 

@@ -1,6 +1,6 @@
 import { test } from 'tap'
 import SwaggerParser from '@apidevtools/swagger-parser'
-import { buildTestApp } from './helpers/app.js'
+import { buildTestApp } from '../helpers/app.js'
 
 interface Operation { tags?: string[], summary?: string, operationId?: string, responses?: Record<string, unknown> }
 

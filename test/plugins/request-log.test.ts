@@ -1,5 +1,5 @@
 import { test } from 'tap'
-import { buildTestApp } from './helpers/app.js'
+import { buildTestApp } from '../helpers/app.js'
 
 test('X-Request-Id is echoed when given and generated otherwise', async (t) => {
   const { app } = await buildTestApp(t)

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { test, type Test } from 'tap'
-import { ConfigError, loadConfig } from '../lib/config/config.js'
+import { ConfigError, loadConfig } from '../../lib/config/config.js'
 
 function file (t: Test, name: string, text: string): string {
   const dir = mkdtempSync(join(tmpdir(), 'settings-files-'))
@@ -45,9 +45,9 @@ test('a good KNOWLEDGE_BASE_FILE gives its documents; none without it', async (t
 
 /** Runs the service's entry point (TypeScript through the loader tap gave this process) until it exits or `until` matches its stdout. */
 async function runServer (env: Record<string, string>, until?: RegExp): Promise<{ code: number | null, stdout: string, stderr: string }> {
-  const server = fileURLToPath(new URL('../server.ts', import.meta.url))
+  const server = fileURLToPath(new URL('../../server.ts', import.meta.url))
   const child = spawn(process.execPath, [...process.execArgv, server], {
-    cwd: fileURLToPath(new URL('..', import.meta.url)),
+    cwd: fileURLToPath(new URL('../..', import.meta.url)),
     env: { ...process.env, LLM_PROVIDER: 'offline', HOST: '127.0.0.1', PORT: '0', REDIS_URL: '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })

@@ -8,10 +8,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createHash } from 'node:crypto'
-import { buildApp } from '../app.js'
-import { captureLogs, TEST_ENV } from './helpers/app.js'
-import { ConfigError, loadConfig } from '../lib/config/config.js'
-import type { Teardown } from './helpers/teardown.js'
+import { buildApp } from '../../app.js'
+import { captureLogs, TEST_ENV } from '../helpers/app.js'
+import { ConfigError, loadConfig } from '../../lib/config/config.js'
+import type { Teardown } from '../helpers/teardown.js'
 
 function tempDir (t: Teardown): string {
   const dir = mkdtempSync(join(tmpdir(), 'agentchat-dotenv-'))
@@ -135,9 +135,9 @@ test('an API_KEYS_FILE that lists no key stops startup with one line naming it (
     }
   }
   // Through the service's entry point: the one line on stderr, exit code 1.
-  const server = fileURLToPath(new URL('../server.ts', import.meta.url))
+  const server = fileURLToPath(new URL('../../server.ts', import.meta.url))
   const child = spawn(process.execPath, [...process.execArgv, server], {
-    cwd: fileURLToPath(new URL('..', import.meta.url)),
+    cwd: fileURLToPath(new URL('../..', import.meta.url)),
     env: { ...process.env, LLM_PROVIDER: 'offline', PORT: '0', API_KEYS_FILE: join(dir, 'keys.yaml') },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
