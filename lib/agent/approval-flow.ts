@@ -153,4 +153,3 @@ export function createApprovalFlow (approvals: ApprovalPorts | undefined, hooks:
 
 /** The approval workflow's type. */
 export type ApprovalFlow = ReturnType<typeof createApprovalFlow>
-
