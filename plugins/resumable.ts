@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto'
 import fp from 'fastify-plugin'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { followStream, resumeUrl, streamStoreDown, type FollowSource, type StreamLayout } from '../lib/http/resumable.js'
+import { followStream, resumeUrl, streamStoreDown, type FollowOptions, type FollowSource, type StreamLayout } from '../lib/http/resumable.js'
 import type { SseWriter } from '../lib/http/sse.js'
 import { HANDOVER, type StreamProducer } from '../lib/stores/stream-log/types.js'
 import type { StreamFormat } from '../lib/agent/stream-format.js'
@@ -51,9 +51,10 @@ function createResumable (app: FastifyInstance) {
 
   /**
    * The last reader of a running stream left: the run goes on detached, unless its owner already has
-   * MAX_DETACHED_RUNS_PER_IDENTITY detached runs; then it is cancelled as by POST <resume URL>/cancel.
+   * MAX_DETACHED_RUNS_PER_IDENTITY detached runs; then it is cancelled as by POST <resume URL>/cancel. A background
+   * response is never cancelled by it (DECISIONS 7 as amended by 21: its limit is the 429 at create): it only counts.
    */
-  async function readerLeft (id: string, owner: string): Promise<void> {
+  async function readerLeft (id: string, owner: string, background: boolean): Promise<void> {
     const run = local.get(id)
     if (run !== undefined) {
       if (run.readers > 0) return
@@ -62,7 +63,7 @@ function createResumable (app: FastifyInstance) {
       const info = await app.stores.streamLog.info(id, owner)
       if (info?.state !== 'running') return
     }
-    const kept = await app.stores.detachedRuns.detach(owner, id, app.config.MAX_DETACHED_RUNS_PER_IDENTITY)
+    const kept = await app.stores.detachedRuns.detach(owner, id, background ? Number.MAX_SAFE_INTEGER : app.config.MAX_DETACHED_RUNS_PER_IDENTITY)
     if (kept) return
     app.log.info({ streamId: id, max: app.config.MAX_DETACHED_RUNS_PER_IDENTITY }, 'detached run cancelled: too many detached runs for its identity')
     await app.stores.streamLog.cancel(id, owner)
@@ -70,19 +71,20 @@ function createResumable (app: FastifyInstance) {
 
   /**
    * Follows stream `id` of `owner` on `sse` (the starter's connection or a resumer's), from `source` (followStream):
-   * while it reads, the run is attended; when it leaves before the end, {@link readerLeft}.
+   * while it reads, the run is attended; when it leaves before the end, {@link readerLeft}. `options.background`: a
+   * background response's reader (its events renumbered by `options.payload`).
    */
-  async function follow (id: string, owner: string, source: FollowSource, sse: SseWriter): Promise<void> {
+  async function follow (id: string, owner: string, source: FollowSource, sse: SseWriter, options: { background?: boolean, payload?: FollowOptions['payload'] } = {}): Promise<void> {
     const run = local.get(id)
     if (run !== undefined) run.readers++
     await app.stores.detachedRuns.attach(owner, id).catch((error: unknown) => { app.log.warn({ err: error }, 'detached run attach failed') })
     const seen = { terminal: false }
     try {
-      await followStream(sse, source, { seen })
+      await followStream(sse, source, { seen, payload: options.payload })
     } finally {
       if (run !== undefined) run.readers--
       if (!seen.terminal && !app.lifecycle.draining) {
-        await readerLeft(id, owner).catch((error: unknown) => { app.log.warn({ err: error, streamId: id }, 'detached run check failed') })
+        await readerLeft(id, owner, options.background === true).catch((error: unknown) => { app.log.warn({ err: error, streamId: id }, 'detached run check failed') })
       }
     }
   }

@@ -2,7 +2,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { HttpError, sessionStoreDown } from '../../lib/domain/errors.js'
-import { followStream, pipeEntries, streamStoreDown } from '../../lib/http/resumable.js'
+import { pipeEntries, streamStoreDown } from '../../lib/http/resumable.js'
 import { UNFINISHED, cannotCancel, currentResponse, renumbered, responseOf } from '../../lib/dialects/openai/background.js'
 import { keepEnding } from '../../lib/dialects/openai/background-ending.js'
 import type { StreamEntry } from '../../lib/stores/stream-log/types.js'
@@ -164,8 +164,9 @@ const responsesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const queued = builder.build({ status: 'queued', model: body.model, output: [], usage: null })
       // Its own input turns now; what its run adds joins them once it has ended (keepEnding).
       await store().put(owner, builder.id, entryOf(queued, plan.spec.messages)).catch(sessionStoreDown)
-      // It counts as a detached run of its identity (DECISIONS 7, 21): beyond the limit a 429, nothing started.
-      const kept = await app.stores.detachedRuns.detach(owner, builder.id, app.config.MAX_DETACHED_RUNS_PER_IDENTITY).catch(streamStoreDown)
+      // It counts as a detached run of its identity while nobody streams it (DECISIONS 7, 21): created without a
+      // stream, beyond the limit it is a 429, nothing started; its creator streaming it, it counts once they leave.
+      const kept = plan.stream || await app.stores.detachedRuns.detach(owner, builder.id, app.config.MAX_DETACHED_RUNS_PER_IDENTITY).catch(streamStoreDown)
       if (!kept) {
         await store().delete(owner, builder.id).catch(() => false)
         throw new HttpError(429, `Too many background responses running: at most ${app.config.MAX_DETACHED_RUNS_PER_IDENTITY} per identity (MAX_DETACHED_RUNS_PER_IDENTITY).`, { 'retry-after': '5' })
@@ -184,7 +185,7 @@ const responsesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         .catch((error: unknown) => { request.log.error({ err: error }, 'keeping the background response failed') })
       if (!plan.stream) return queued
       // Readers get its events renumbered (sequence_number), as stored.
-      await followStream(app.sse.open(request, reply), { producer: started.producer }, { payload: renumbered })
+      await app.resumable.follow(builder.id, owner, { producer: started.producer }, app.sse.open(request, reply), { background: true, payload: renumbered })
       return reply
     }
     if (plan.stream) {
@@ -249,7 +250,8 @@ const responsesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       return reply
     }
     // sequence_number is the entry's id - 1: the events after N start after entry N + 1.
-    await followStream(sse, { log: app.stores.streamLog, id, after: after + 1 }, { payload: renumbered }).catch((error: unknown) => {
+    // While it is read it is attended (DECISIONS 7, 21), counted again if its reader leaves before the end.
+    await app.resumable.follow(id, request.identity, { log: app.stores.streamLog, id, after: after + 1 }, sse, { background: true, payload: renumbered }).catch((error: unknown) => {
       request.log.warn({ err: error }, 'background stream read failed')
     })
     return reply

@@ -155,6 +155,34 @@ test('another identity: 404; previous_response_id of a running one: 400; DELETE 
   t.match(await r.a.responses.create({ model: MODEL, input: 'v', background: true, store: false }).catch((e: unknown) => e), { status: 400, param: 'background' })
 })
 
+test('a background response counts as detached only while nobody streams it: a streamed create is never a 429, and a reader frees its slot', async (t) => {
+  const r = await twoReplicas(t, { MAX_DETACHED_RUNS_PER_IDENTITY: '1' })
+  if (r === null) return
+  for (let i = 0; i < 3; i++) r.fake.enqueue({ kind: 'text', text: 'slow slow slow slow slow slow slow slow slow slow', chunkDelayMs: 400 })
+  const create = (stream: boolean) => fetch(`${r.urls[0]}/v1/responses`, {
+    method: 'POST',
+    headers: { authorization: 'Bearer sk-alice', 'content-type': 'application/json' },
+    body: JSON.stringify({ model: MODEL, input: 'x', background: true, stream }),
+  })
+  const first = await create(false)
+  t.equal(first.status, 200, 'the first one, nobody streaming it, takes the one slot')
+  const { id } = await first.json() as { id: string }
+  const streamed = new AbortController()
+  const second = await r.a.responses.create({ model: MODEL, input: 'y', background: true, stream: true }, { signal: streamed.signal })
+  const secondEvents = second[Symbol.asyncIterator]()
+  t.match((await secondEvents.next()).value, { type: 'response.created' }, 'created with stream: its creator reads it, so no 429')
+  t.equal((await create(false)).status, 429, 'the slot is still taken by the first one')
+  const reader = new AbortController()
+  const events = (await r.b.responses.retrieve(id, { stream: true }, { signal: reader.signal }))[Symbol.asyncIterator]()
+  t.match((await events.next()).value, { type: 'response.created' }, 'someone streams the first one now')
+  const third = await create(false)
+  t.equal(third.status, 200, 'so it does not count: another one may start')
+  t.equal((await create(false)).status, 429, 'and takes the slot')
+  reader.abort()
+  streamed.abort()
+  for (const running of [id, (await third.json() as { id: string }).id]) await r.a.responses.cancel(running).catch(() => {})
+})
+
 test('gateway mode in the background: it ends completed with its function_call items (no server tool runs); function_call_output continues it', async (t) => {
   const r = await twoReplicas(t)
   if (r === null) return
