@@ -82,6 +82,23 @@ test('kill -9 of a background response\'s owner during a model call, then during
   t.match((await c.client.responses.retrieve(second.id)).output, [{ type: 'mcp_call', status: 'failed' }, { type: 'message', status: 'completed' }])
 })
 
+test('cancelled during a tool call: previous_response_id continues it, the model reading the call as interrupted', async (t) => {
+  const ready = await setup(t)
+  if (ready === null) return
+  const { fake, env, runs } = ready
+  const a = await startReplica(t, env)
+  fake.enqueue({ kind: 'tool_use', tools: [{ name: 'work__slow', input: { job: 'ship' } }] }, { kind: 'text', text: 'Next step.' })
+  const created = await a.client.responses.create({ model: MODEL, input: 'do the job', background: true })
+  while (runs('work__slow') === 0) await new Promise((resolve) => setTimeout(resolve, 20))
+  t.equal((await a.client.responses.cancel(created.id)).status, 'cancelled')
+  const next = await a.client.responses.create({ model: MODEL, input: 'and then?', previous_response_id: created.id })
+  t.equal(next.output_text, 'Next step.')
+  const sent = JSON.stringify(fake.requests.at(-1)?.body)
+  const call = /"type":"tool_use","id":"([^"]+)"/.exec(sent)?.[1]
+  t.ok(call !== undefined, 'the model reads the cancelled call')
+  t.ok(sent.includes(JSON.stringify({ type: 'tool_result', tool_use_id: call, content: INTERRUPTED_TOOL_TEXT, is_error: true })), 'and its result: interrupted')
+})
+
 test('SIGTERM of a background response\'s owner: it hands the run over and exits 0; the other replica finishes it', async (t) => {
   const ready = await setup(t, { SHUTDOWN_GRACE_SECONDS: '1' })
   if (ready === null) return
