@@ -882,20 +882,28 @@ async function heldScenario () {
   const warm = Array.from({ length: Math.min(10, count) }, () => openStream(target, agent, 600_000))
   await sleep(delayMs * 2 + 1000)
   const base = await takeHeapSnapshot(service, dir)
+  // Every stream either has its first token (held) or ended without one (failed: not waited for, not counted).
   let started = 0
+  let failed = 0
   let allStarted
   const allHaveStarted = new Promise((resolve) => { allStarted = resolve })
-  const held = Array.from({ length: count }, () => openStream(target, agent, 600_000, () => { if (++started === count) allStarted() }))
+  const settled = () => { if (started + failed === count) allStarted() }
+  const held = Array.from({ length: count }, () => {
+    let holding = false
+    const stream = openStream(target, agent, 600_000, () => { holding = true; started++; settled() })
+    stream.finally(() => { if (!holding) { failed++; settled() } }).catch(() => {})
+    return stream
+  })
   await allHaveStarted
   const rss = memory(service.pid).rss
   const withStreams = await takeHeapSnapshot(service, dir)
-  const perStreamBytes = (withStreams - base) / count
-  log(`  live heap ${r1(base / 1048576)} MB before, ${r1(withStreams / 1048576)} MB with ${count} streams: ${r1(perStreamBytes / 1024)} KB a stream (RSS ${Math.round(rss / 1048576)} MB)`)
+  const perStreamBytes = (withStreams - base) / Math.max(1, started)
+  log(`  live heap ${r1(base / 1048576)} MB before, ${r1(withStreams / 1048576)} MB with ${started} streams: ${r1(perStreamBytes / 1024)} KB a stream (RSS ${Math.round(rss / 1048576)} MB)${failed > 0 ? `, ${failed} failed before their first token` : ''}`)
   agent.destroy()
   await stop(service, fake)
   await Promise.allSettled([...warm, ...held])
   rmSync(dir, { recursive: true, force: true })
-  return { streams: count, delayMs, heapBefore: base, heapWithStreams: withStreams, perStreamBytes, rss }
+  return { streams: started, failed, delayMs, heapBefore: base, heapWithStreams: withStreams, perStreamBytes, rss }
 }
 
 async function main () {
