@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url'
 import { freePort, startChild, startMeter } from './lib/proc.js'
 import { BENCH_API_KEY, serviceEnv } from './lib/service-env.js'
 import { burst, median, streamAgent, summarizeStreams } from './lib/streams.js'
+import { deleteKeys } from './lib/redis-keys.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const [mode, kArg = '1000', roundsArg = '4', ...entries] = process.argv.slice(2)
@@ -121,15 +122,6 @@ try {
   for (const s of states) s.agent.destroy()
   await Promise.all(children.map((child) => child.stop()))
   if (mode === 'durable') {
-    const { Redis } = await import('ioredis')
-    const redis = new Redis(redisUrl, { maxRetriesPerRequest: 0, retryStrategy: () => null })
-    redis.on('error', () => {})
-    let cursor = '0'
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000)
-      cursor = next
-      if (keys.length > 0) await redis.unlink(...keys)
-    } while (cursor !== '0')
-    redis.disconnect()
+    await deleteKeys(redisUrl, `${prefix}*`)
   }
 }

@@ -12,6 +12,7 @@ import { CLK_TCK, freePort, measureStartup, memory, memoryLimitsAvailable, start
 import { evaluate, markdownTable } from './lib/report.js'
 import { BENCH_API_KEY, BENCH_UPSTREAM_KEY, serviceEnv } from './lib/service-env.js'
 import { burst, median, openStream, streamAgent, summarizeStreams } from './lib/streams.js'
+import { deleteKeys } from './lib/redis-keys.js'
 import { REPLY_SCHEMA } from './lib/structured.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
@@ -661,22 +662,6 @@ async function answers (server, path, body, shows) {
   return shows(answer) ? { ok: true, why } : { ok: false, why: `${why} (the answer does not show the feature: not on this build)` }
 }
 
-/** Deletes the bench's keys matching `pattern` from Redis (a run's events and checkpoints outlive it by a TTL). */
-async function deleteKeys (pattern) {
-  const { Redis } = await import('ioredis')
-  const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 0, retryStrategy: () => null })
-  redis.on('error', () => {})
-  let cursor = '0'
-  let deleted = 0
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000)
-    cursor = next
-    if (keys.length > 0) deleted += await redis.unlink(...keys)
-  } while (cursor !== '0')
-  redis.disconnect()
-  return deleted
-}
-
 /** The parts of the `features` scenario; `BENCH_ONLY` may name each alone (`features` runs them all). */
 const FEATURE_PARTS = ['structured', 'agui', 'durable', 'background', 'recovery']
 const agentBody = (extra = {}) => JSON.stringify({ messages: [{ role: 'user', content: 'Hello, bench: say something.' }], ...extra })
@@ -751,7 +736,7 @@ async function durablePart (parts, fake, skip) {
     await stop(on, off)
   }
   if (parts.includes('recovery')) out.recovery = await recoveryRuns(onRedis, resumable)
-  await deleteKeys(`${prefix}*`)
+  await deleteKeys(config.redisUrl, `${prefix}*`)
   return out
 }
 
