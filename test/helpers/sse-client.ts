@@ -2,22 +2,27 @@
 import { createParser } from 'eventsource-parser'
 import type { Test } from 'tap'
 
-/** One parsed item of an SSE stream: a message's data, or a comment's text. */
-export type SseItem = { kind: 'event', data: string } | { kind: 'comment', text: string }
+/** One parsed item of an SSE stream: a message's data (and its `id:` field, if any), or a comment's text. */
+export type SseItem = { kind: 'event', data: string, id?: string | undefined } | { kind: 'comment', text: string }
 
-/** Yields events and comments of `response` in order, as they arrive; stopping early cancels the body. */
-export async function * sseItems (response: Response): AsyncGenerator<SseItem, void, undefined> {
+/**
+ * Yields events and comments of `response` in order, as they arrive; stopping early cancels the body.
+ * `endOnCut`: a connection cut (its server killed) ends the items instead of throwing, as a client that will resume sees it.
+ */
+export async function * sseItems (response: Response, options: { endOnCut?: boolean } = {}): AsyncGenerator<SseItem, void, undefined> {
   if (response.body === null) return
   const reader = response.body.getReader()
   const decoder = new TextDecoder()
   const queue: SseItem[] = []
   const parser = createParser({
-    onEvent: (event) => { queue.push({ kind: 'event', data: event.data }) },
+    onEvent: (event) => { queue.push({ kind: 'event', data: event.data, id: event.id }) },
     onComment: (text) => { queue.push({ kind: 'comment', text }) },
   })
   try {
     while (true) {
-      const { done, value } = await reader.read()
+      const { done, value } = options.endOnCut === true
+        ? await reader.read().catch(() => ({ done: true as const, value: undefined }))
+        : await reader.read()
       parser.feed(done ? decoder.decode() : decoder.decode(value, { stream: true }))
       while (queue.length > 0) yield queue.shift() as SseItem
       if (done) return
@@ -31,6 +36,13 @@ export async function * sseItems (response: Response): AsyncGenerator<SseItem, v
 export async function * sseEvents (response: Response): AsyncGenerator<string, void, undefined> {
   for await (const item of sseItems(response)) {
     if (item.kind === 'event') yield item.data
+  }
+}
+
+/** An event's `id:` field and its non-empty `data`, as they arrive; a connection cut ends them (see {@link sseItems}). */
+export async function * sseEventsWithIds (response: Response): AsyncGenerator<{ id: string | undefined, data: string }, void, undefined> {
+  for await (const item of sseItems(response, { endOnCut: true })) {
+    if (item.kind === 'event' && item.data !== '') yield { id: item.id, data: item.data }
   }
 }
 

@@ -6,33 +6,20 @@ import { ROOMY_LIMITS } from '../helpers/agent.js'
 import { buildTestApp } from '../helpers/app.js'
 import { fakeEnv, listen, postJson } from '../helpers/fake-app.js'
 import { privateRedisServer } from '../helpers/redis.js'
+import { sseEventsWithIds } from '../helpers/sse-client.js'
 
 interface Event { id: number, type: string, data: unknown }
 
 /** Reads an SSE response's events with their ids; `onEvent` is awaited after each one. */
 async function readEvents (response: Response, onEvent: (event: Event, all: Event[]) => Promise<void>): Promise<Event[]> {
   const events: Event[] = []
-  const reader = response.body?.getReader()
-  if (reader === undefined) throw new Error('no body')
-  const decoder = new TextDecoder()
-  let buffer = ''
-  for (;;) {
-    const { value, done } = await reader.read().catch(() => ({ value: undefined, done: true as const }))
-    if (done === true) return events
-    buffer += decoder.decode(value, { stream: true })
-    let cut = buffer.indexOf('\n\n')
-    while (cut >= 0) {
-      const block = buffer.slice(0, cut)
-      buffer = buffer.slice(cut + 2)
-      cut = buffer.indexOf('\n\n')
-      const data = block.split('\n').filter((line) => line.startsWith('data:')).map((line) => line.replace(/^data: ?/, '')).join('\n')
-      if (data === '') continue
-      const parsed = JSON.parse(data) as { type: string, data: unknown }
-      const event = { id: Number(/^id: ?(\d+)$/m.exec(block)?.[1]), type: parsed.type, data: parsed.data }
-      events.push(event)
-      await onEvent(event, events)
-    }
+  for await (const { id, data } of sseEventsWithIds(response)) {
+    const parsed = JSON.parse(data) as { type: string, data: unknown }
+    const event = { id: Number(id), type: parsed.type, data: parsed.data }
+    events.push(event)
+    await onEvent(event, events)
   }
+  return events
 }
 
 test('Redis killed during a durable run: the live client gets the whole run; no takeover', async (t) => {

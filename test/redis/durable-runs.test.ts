@@ -12,6 +12,7 @@ import { ROOMY_LIMITS } from '../helpers/agent.js'
 import { fakeEnv } from '../helpers/fake-app.js'
 import { requireRedis, requireRedisCluster } from '../helpers/redis.js'
 import { kill, startReplica, type Replica } from '../helpers/durable-replicas.js'
+import { sseEventsWithIds } from '../helpers/sse-client.js'
 
 // Several TypeScript child processes start one after the other: slow on a loaded machine.
 tap.setTimeout(900_000)
@@ -21,31 +22,13 @@ interface Event { id: number, type: string, data: unknown }
 /** Reads an SSE response's events with their ids; `until` may stop early (the rest is left unread). */
 async function readEvents (response: Response, until?: (event: Event, all: Event[]) => boolean): Promise<Event[]> {
   const events: Event[] = []
-  const reader = response.body?.getReader()
-  if (reader === undefined) throw new Error('no body')
-  const decoder = new TextDecoder()
-  let buffer = ''
-  for (;;) {
-    const { value, done } = await reader.read().catch(() => ({ value: undefined, done: true as const }))
-    if (done === true) return events
-    buffer += decoder.decode(value, { stream: true })
-    let cut = buffer.indexOf('\n\n')
-    while (cut >= 0) {
-      const block = buffer.slice(0, cut)
-      buffer = buffer.slice(cut + 2)
-      cut = buffer.indexOf('\n\n')
-      const id = /^id: ?(\d+)$/m.exec(block)?.[1]
-      const data = block.split('\n').filter((line) => line.startsWith('data:')).map((line) => line.replace(/^data: ?/, '')).join('\n')
-      if (data === '') continue
-      const parsed = JSON.parse(data) as { type: string, data: unknown }
-      const event = { id: Number(id), type: parsed.type, data: parsed.data }
-      events.push(event)
-      if (until?.(event, events) === true) {
-        await reader.cancel().catch(() => {})
-        return events
-      }
-    }
+  for await (const { id, data } of sseEventsWithIds(response)) {
+    const parsed = JSON.parse(data) as { type: string, data: unknown }
+    const event = { id: Number(id), type: parsed.type, data: parsed.data }
+    events.push(event)
+    if (until?.(event, events) === true) break
   }
+  return events
 }
 
 const post = async (base: string, body: unknown): Promise<Response> => await fetch(`${base}/api/v1/agent/stream`, {

@@ -12,6 +12,7 @@ import { durableEnv } from '../helpers/background.js'
 import { requireRedis } from '../helpers/redis.js'
 import { kill, startReplica } from '../helpers/durable-replicas.js'
 import { TestChat, chunkError } from '../helpers/ui-chat.js'
+import { sseEventsWithIds } from '../helpers/sse-client.js'
 
 // TypeScript child processes start one after the other: slow on a loaded machine.
 tap.setTimeout(600_000)
@@ -25,30 +26,12 @@ interface Sent { id: number, chunk: Chunk }
 /** Reads a UI stream's events with their ids; `until` may stop early (the rest is left unread). */
 async function readChunks (response: Response, until?: (sent: Sent) => boolean): Promise<Sent[]> {
   const sent: Sent[] = []
-  const reader = response.body?.getReader()
-  if (reader === undefined) throw new Error('no body')
-  const decoder = new TextDecoder()
-  let buffer = ''
-  for (;;) {
-    const { value, done } = await reader.read().catch(() => ({ value: undefined, done: true as const }))
-    if (done === true) return sent
-    buffer += decoder.decode(value, { stream: true })
-    let cut = buffer.indexOf('\n\n')
-    while (cut >= 0) {
-      const block = buffer.slice(0, cut)
-      buffer = buffer.slice(cut + 2)
-      cut = buffer.indexOf('\n\n')
-      const id = Number(/^id: ?(\d+)$/m.exec(block)?.[1])
-      const data = block.split('\n').filter((line) => line.startsWith('data:')).map((line) => line.replace(/^data: ?/, '')).join('\n')
-      if (data === '') continue
-      const chunk = data === '[DONE]' ? { type: '[DONE]' } : JSON.parse(data) as Chunk
-      sent.push({ id, chunk })
-      if (until?.(sent.at(-1) as Sent) === true) {
-        await reader.cancel().catch(() => {})
-        return sent
-      }
-    }
+  for await (const { id, data } of sseEventsWithIds(response)) {
+    const chunk = data === '[DONE]' ? { type: '[DONE]' } : JSON.parse(data) as Chunk
+    sent.push({ id: Number(id), chunk })
+    if (until?.(sent.at(-1) as Sent) === true) break
   }
+  return sent
 }
 
 const userMessage = (text: string): UIMessage => ({ id: 'u1', role: 'user', parts: [{ type: 'text', text }] })

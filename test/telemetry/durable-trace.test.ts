@@ -10,36 +10,20 @@ import { kill, startReplica } from '../helpers/durable-replicas.js'
 import { durableEnv } from '../helpers/background.js'
 import { startOtlpReceiver, named } from '../helpers/otlp-receiver.js'
 import { requireRedis } from '../helpers/redis.js'
+import { sseEventsWithIds } from '../helpers/sse-client.js'
 
 tap.setTimeout(600_000)
 
 /** Reads an SSE response to its end (or until a payload matches `until`); the last event id seen. */
 async function readUntil (response: Response, until: (data: string) => boolean): Promise<{ lastId: string, payloads: string[] }> {
-  const reader = response.body?.getReader()
-  if (reader === undefined) throw new Error('no body')
-  const decoder = new TextDecoder()
   const payloads: string[] = []
-  let buffer = ''
   let lastId = ''
-  for (;;) {
-    const { value, done } = await reader.read().catch(() => ({ value: undefined, done: true as const }))
-    if (done === true) return { lastId, payloads }
-    buffer += decoder.decode(value, { stream: true })
-    let cut = buffer.indexOf('\n\n')
-    while (cut >= 0) {
-      const block = buffer.slice(0, cut)
-      buffer = buffer.slice(cut + 2)
-      cut = buffer.indexOf('\n\n')
-      lastId = /^id: ?(\d+)$/m.exec(block)?.[1] ?? lastId
-      const data = block.split('\n').filter((line) => line.startsWith('data:')).map((line) => line.replace(/^data: ?/, '')).join('\n')
-      if (data === '') continue
-      payloads.push(data)
-      if (until(data)) {
-        await reader.cancel().catch(() => {})
-        return { lastId, payloads }
-      }
-    }
+  for await (const { id, data } of sseEventsWithIds(response)) {
+    lastId = id ?? lastId
+    payloads.push(data)
+    if (until(data)) break
   }
+  return { lastId, payloads }
 }
 
 test('a taken-over run: new trace, agent span linked to the first agent span, agent.run.attempt; its chat and tool spans under it', async (t) => {
