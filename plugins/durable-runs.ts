@@ -12,7 +12,7 @@ import { createUiMessageStream, uiDeltaText, uiStreamState } from '../lib/dialec
 import { estimateTokens } from '../lib/llm/tokens.js'
 import type { ClaimedStream, DurableStreams, StreamEntry } from '../lib/stores/stream-log/types.js'
 import { streamLogSink } from '../lib/http/run-sinks.js'
-import { parseNamedEvent } from '../lib/domain/named-events.js'
+import { eventOf, outputTextDelta } from '../lib/dialects/openai/background.js'
 import { builderOf, responsesEvents, type ToolSourceOf } from '../lib/dialects/openai/responses.js'
 import { keepEnding, type BackgroundStores } from '../lib/dialects/openai/background-ending.js'
 
@@ -44,29 +44,15 @@ const DURABLE_FORMATS: ReadonlyMap<string, DurableFormat> = new Map<string, Dura
  */
 function backgroundResponses (sourceOf: ToolSourceOf, stores: BackgroundStores): DurableFormat {
   return {
-    tokenText: (payload) => {
-      const event = responseEvent(payload)
-      return event?.['type'] === 'response.output_text.delta' && typeof event['delta'] === 'string' ? event['delta'] : undefined
-    },
+    tokenText: outputTextDelta,
     resume: async (claim, durable) => {
-      const events = (await durable.range(claim.id, 0, claim.lastId)).map((entry) => responseEvent(entry.payload) ?? {})
+      const events = (await durable.range(claim.id, 0, claim.lastId)).map((entry) => eventOf(entry.payload) ?? {})
       const created = events[0]?.['response'] as Record<string, unknown> | undefined
       if (created === undefined) throw new Error('background response without its response.created event')
       const builder = builderOf(created, claim.attempt)
       return responsesEvents({ model: String(created['model']), builder, sourceOf, background: true, resumeFrom: events }).format
     },
     ended: async (identity, id) => { await keepEnding(stores, identity, id) },
-  }
-}
-
-/** The data of a Responses event payload, else undefined. */
-function responseEvent (payload: string): Record<string, unknown> | undefined {
-  const named = parseNamedEvent(payload)
-  if (named === undefined) return undefined
-  try {
-    return JSON.parse(named.data) as Record<string, unknown>
-  } catch {
-    return undefined
   }
 }
 

@@ -120,6 +120,22 @@ function createResumable (app: FastifyInstance) {
     }
   }
 
+  /**
+   * Records stream `id` of `owner` in `format` in the log (with `link`, the run's trace link; `durable`: its run record)
+   * and tracks it as running here. A stream store that is down is a 503.
+   */
+  async function start (id: string, owner: string, format: StreamFormat, link: string | undefined, durable: { record: string } | undefined) {
+    const producer = await app.stores.streamLog.start(id, {
+      owner,
+      format: format.logName,
+      cancelledPayload: format.terminalError('Cancelled'),
+      interruptedPayload: format.terminalError('Stream interrupted'),
+      link,
+      durable,
+    }).catch(streamStoreDown)
+    return { producer, ...track(id, owner, producer, producer.followStored !== undefined) }
+  }
+
   return {
     follow,
     track,
@@ -128,15 +144,7 @@ function createResumable (app: FastifyInstance) {
      * log and run on this process; readers come through the log. A stream store that is down is a 503.
      */
     async startDetached (id: string, owner: string, format: StreamFormat, record: string, link?: string) {
-      const producer = await app.stores.streamLog.start(id, {
-        owner,
-        format: format.logName,
-        cancelledPayload: format.terminalError('Cancelled'),
-        interruptedPayload: format.terminalError('Stream interrupted'),
-        link,
-        durable: { record },
-      }).catch(streamStoreDown)
-      return { producer, ...track(id, owner, producer, true) }
+      return await start(id, owner, format, link, { record })
     },
     /**
      * Starts a resumable stream in `format`: records it in the log (with `link`, the run's trace link), answers with `X-Stream-Id` and
@@ -147,15 +155,7 @@ function createResumable (app: FastifyInstance) {
       request: FastifyRequest, reply: FastifyReply, format: StreamFormat, layout: StreamLayout, link?: string, durable?: { record: string }
     ): Promise<OpenedStream> {
       const id = randomUUID()
-      const producer = await app.stores.streamLog.start(id, {
-        owner: request.identity,
-        format: format.logName,
-        cancelledPayload: format.terminalError('Cancelled'),
-        interruptedPayload: format.terminalError('Stream interrupted'),
-        link,
-        durable,
-      }).catch(streamStoreDown)
-      const tracked = track(id, request.identity, producer, producer.followStored !== undefined)
+      const { producer, ...tracked } = await start(id, request.identity, format, link, durable)
       reply.header('x-stream-id', id)
       reply.header('content-location', resumeUrl(layout, id))
       // No formatError: on shutdown the run itself ends the stream in the log (replayable elsewhere).

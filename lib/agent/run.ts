@@ -8,6 +8,7 @@ import type { ToolResultBlock, ToolSpec, Usage, UsageSummary } from '../domain/t
 import type { ToolResult, ToolRunOptions } from '../tools/types.js'
 import type { AgentEvent } from './events.js'
 import type { RunObserver } from './hooks.js'
+import type { KeptCall } from '../stores/runs/types.js'
 import type { PendingCall, PendingKind, RunState, ToolCallRecord } from './state.js'
 import { UsageTally, type PriceLookup } from './usage.js'
 
@@ -68,16 +69,20 @@ export interface RunOptions {
   onCallsStart?: ((state: RunState) => Promise<void>) | undefined
 }
 
-/** An approved call that ran, with its result (`interrupted`: its process died while it ran, DECISIONS 21). */
-export interface RanCall { id: string, name: string, input: Record<string, unknown>, content: string, isError: boolean, interrupted?: true | undefined }
+/** An approved call that ran, with its result (`interrupted`: its process died while it ran, DECISIONS 21), as the run store keeps it. */
+export type RanCall = KeptCall
 
-/** What a continuation sent again goes on from: the approved calls that ran, and what to do with those that had only started. */
-export interface KeptCalls {
-  calls: readonly RanCall[]
+/** What becomes of a call that had started when its process died, without a result (DECISIONS 21: at most once). */
+export interface StartedCallPolicy {
   /** Whether a started call of this tool may run again (TOOL_RETRY_SAFE); else it gets the interrupted text. */
   retrySafe: (name: string) => boolean
   /** Told of each started call that is not run again. */
   interrupted?: ((tool: string) => void) | undefined
+}
+
+/** What a continuation sent again goes on from: the approved calls that ran, and what to do with those that had only started. */
+export interface KeptCalls extends StartedCallPolicy {
+  calls: readonly RanCall[]
 }
 
 /**
@@ -453,15 +458,7 @@ async function * resumeKept (
     // Kept under this claim before a call runs again: a death now leaves the same continuation to be sent once more.
     if (options.onCallsStart !== undefined) await options.onCallsStart(state)
     for (const call of started) {
-      let outcome: ToolResult & { interrupted?: true }
-      if (kept.retrySafe(call.name)) {
-        outcome = await execute(state, ports, call, state.results.length, options.signal)
-        throwIfAborted(options.signal)
-      } else {
-        outcome = { content: INTERRUPTED_TOOL_TEXT, isError: true, interrupted: true }
-        kept.interrupted?.(call.name)
-      }
-      state.results.push(resultBlock(call, outcome))
+      const outcome = await settleStartedCall(state, ports, call, kept, options.signal)
       ran.push({ id: call.id, name: call.name, input: call.input, content: outcome.content, isError: outcome.isError, ...(outcome.interrupted === true ? { interrupted: true } : {}) })
     }
     state.pending = state.pending.filter((call) => call.kind !== 'run')
@@ -486,17 +483,32 @@ async function * afterAnswers (state: RunState, ports: RunPorts, options: RunOpt
 export const INTERRUPTED_TOOL_TEXT =
   'Tool call interrupted: the server running it stopped before it finished. It may or may not have taken effect, and it was not run again.'
 
+/**
+ * A call that had started when its process died and has no result: run again only when `policy` says it is safe,
+ * else its result is the interrupted text (DECISIONS 21). The result joins the state.
+ */
+async function settleStartedCall (
+  state: RunState, ports: RunPorts, call: PendingCall, policy: StartedCallPolicy, signal: AbortSignal | undefined
+): Promise<ToolResult & { interrupted?: true }> {
+  let outcome: ToolResult & { interrupted?: true }
+  if (policy.retrySafe(call.name)) {
+    outcome = await execute(state, ports, call, state.results.length, signal)
+    throwIfAborted(signal)
+  } else {
+    outcome = { content: INTERRUPTED_TOOL_TEXT, isError: true, interrupted: true }
+    policy.interrupted?.(call.name)
+  }
+  state.results.push(resultBlock(call, outcome))
+  return outcome
+}
+
 /** Where a taken-over run starts again: its last checkpoint, and what the new owner knows of what came after it. */
-export interface RecoveryPlan {
+export interface RecoveryPlan extends StartedCallPolicy {
   boundary: CheckpointBoundary
   /** The new owner's attempt (2, 3, ...). */
   attempt: number
   /** The text the interrupted model call had streamed after the checkpoint ('' when none). */
   discardedText: string
-  /** Whether a started call of this tool may run again (TOOL_RETRY_SAFE). */
-  retrySafe: (name: string) => boolean
-  /** Told of each started call that is not run again. */
-  interrupted?: ((tool: string) => void) | undefined
   /** The run's first agent span as the stream keeps it (opaque to the runner): the new owner's trace links to it. */
   link?: string | undefined
 }
@@ -515,18 +527,9 @@ export async function * recover (state: RunState, ports: RunPorts, options: RunO
       const runnable = state.pending.filter((call) => call.kind === 'run')
       for (const call of runnable) {
         const stored = state.results.find((result) => result.tool_use_id === call.id)
-        let outcome: ToolResult & { interrupted?: boolean }
-        if (stored !== undefined) {
-          outcome = { content: stored.content, isError: stored.is_error === true }
-        } else if (plan.retrySafe(call.name)) {
-          outcome = await execute(state, ports, call, state.results.length, options.signal)
-          throwIfAborted(options.signal)
-          state.results.push(resultBlock(call, outcome))
-        } else {
-          outcome = { content: INTERRUPTED_TOOL_TEXT, isError: true, interrupted: true }
-          plan.interrupted?.(call.name)
-          state.results.push(resultBlock(call, outcome))
-        }
+        const outcome = stored !== undefined
+          ? { content: stored.content, isError: stored.is_error === true }
+          : await settleStartedCall(state, ports, call, plan, options.signal)
         yield * announceResult(state, call, outcome)
       }
       state.pending = state.pending.filter((call) => call.kind !== 'run')

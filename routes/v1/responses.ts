@@ -303,9 +303,9 @@ const responsesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
   }, async (request) => {
     const entry = await store().get(request.identity, request.params.id).catch(sessionStoreDown)
-    // A background response still running is cancelled, then deleted.
-    if (entry !== null && entry.response['background'] === true && UNFINISHED.has(String((await currentOf(request.identity, entry))['status']))) {
-      // Ended meanwhile (its cancel is a 400): deleted all the same.
+    // A background response still running is cancelled, then deleted; one that has ended (its cancel is a 400) is
+    // deleted all the same.
+    if (entry !== null && entry.response['background'] === true) {
       await cancelBackground(request.identity, entry).catch((error: unknown) => { if (!(error instanceof OpenAIError && error.statusCode === 400)) throw error })
     }
     const deleted = await store().delete(request.identity, request.params.id).catch(sessionStoreDown)

@@ -8,7 +8,7 @@ import type { Item } from './input-items.js'
 export const UNFINISHED = new Set(['queued', 'in_progress'])
 
 /** A Responses event of the log, or undefined for a payload that is not one. */
-function eventOf (payload: string): Record<string, unknown> | undefined {
+export function eventOf (payload: string): Record<string, unknown> | undefined {
   const named = parseNamedEvent(payload)
   if (named === undefined) return undefined
   try {
@@ -28,6 +28,12 @@ export function renumbered (entry: StreamEntry): string {
   const event = eventOf(entry.payload)
   if (named === undefined || event === undefined) return entry.payload
   return namedEvent(named.name, JSON.stringify({ ...event, sequence_number: entry.id - 1 }))
+}
+
+/** The text of a stored `response.output_text.delta` event, else undefined (what a takeover discards of a cut call). */
+export function outputTextDelta (payload: string): string | undefined {
+  const event = eventOf(payload)
+  return event?.['type'] === 'response.output_text.delta' && typeof event['delta'] === 'string' ? event['delta'] : undefined
 }
 
 /** The `response` of a lifecycle event (created, queued, in_progress, completed, incomplete, failed), else undefined. */
