@@ -3,14 +3,11 @@
 // sequence numbers without a gap over the whole life; the same after a SIGTERM (handed over) and on the test Redis
 // Cluster. Real processes (test/fixtures/durable-server.ts), one Redis, the openai SDK.
 import { once } from 'node:events'
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import tap, { test, type Test } from 'tap'
 import { INTERRUPTED_TOOL_TEXT } from '../../lib/agent/run.js'
 import { startFakeAnthropic, type FakeAnthropic } from '../fake-anthropic/server.js'
 import { requireRedis, requireRedisCluster } from '../helpers/redis.js'
-import { kill } from '../helpers/durable-replicas.js'
+import { kill, runCounter } from '../helpers/durable-replicas.js'
 import { durableEnv, readUntil, startReplica, type Replica } from '../helpers/background.js'
 
 tap.setTimeout(600_000)
@@ -23,10 +20,7 @@ async function setup (t: Test, extra: Record<string, string> = {}, cluster = fal
   if (redis === null) return null
   const fake = await startFakeAnthropic()
   t.teardown(() => fake.close())
-  const dir = mkdtempSync(join(tmpdir(), 'bg-durable-'))
-  t.teardown(() => { rmSync(dir, { recursive: true, force: true }) })
-  const countFile = join(dir, 'runs.log')
-  const runs = (name: string) => existsSync(countFile) ? readFileSync(countFile, 'utf8').split('\n').filter((line) => line.startsWith(`${name} `)).length : 0
+  const { countFile, runs } = runCounter(t)
   const env = durableEnv(fake.url, redis, { COUNT_FILE: countFile, ...(cluster ? { REDIS_CLUSTER: 'true' } : {}), ...extra })
   return { fake, env, runs }
 }

@@ -2,16 +2,13 @@
 // (kill -9) during a tool call or a model call, or stopped (SIGSTOP) past its lease; another replica continues the
 // run from its last checkpoint and the reader sees one continuous stream.
 import { once } from 'node:events'
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import tap, { test, type Test } from 'tap'
 import { INTERRUPTED_TOOL_TEXT } from '../../lib/agent/run.js'
 import { startFakeAnthropic, type FakeAnthropic } from '../fake-anthropic/server.js'
 import { ROOMY_LIMITS } from '../helpers/agent.js'
 import { fakeEnv } from '../helpers/fake-app.js'
 import { requireRedis, requireRedisCluster } from '../helpers/redis.js'
-import { kill, startReplica, type Replica } from '../helpers/durable-replicas.js'
+import { kill, runCounter, startReplica, type Replica } from '../helpers/durable-replicas.js'
 import { sseEventsWithIds } from '../helpers/sse-client.js'
 
 // Several TypeScript child processes start one after the other: slow on a loaded machine.
@@ -40,9 +37,7 @@ async function setup (t: Test, extra: Record<string, string> = {}, cluster = fal
   if (redis === null) return null
   const fake = await startFakeAnthropic()
   t.teardown(() => fake.close())
-  const dir = mkdtempSync(join(tmpdir(), 'durable-'))
-  t.teardown(() => { rmSync(dir, { recursive: true, force: true }) })
-  const countFile = join(dir, 'runs.log')
+  const { countFile, runs } = runCounter(t)
   const env = {
     ...fakeEnv(fake.url),
     ...ROOMY_LIMITS,
@@ -57,7 +52,6 @@ async function setup (t: Test, extra: Record<string, string> = {}, cluster = fal
     COUNT_FILE: countFile,
     ...extra,
   }
-  const runs = (name: string) => existsSync(countFile) ? readFileSync(countFile, 'utf8').split('\n').filter((line) => line.startsWith(`${name} `)).length : 0
   return { fake, env, runs }
 }
 

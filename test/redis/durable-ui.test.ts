@@ -1,16 +1,13 @@
 // Durable runs on the UI route (DECISIONS 21, 16) with real processes on one Redis: the owner of a POST /api/v1/ui/chat
 // reply is killed (kill -9) during a model call or a tool call; another replica continues it, its chunks pass the `ai`
 // package's own schema, and the `ai` package's Chat shows one reply after `resumeStream()`.
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import tap, { test, type Test } from 'tap'
 import type { UIMessage } from 'ai'
 import { INTERRUPTED_TOOL_TEXT } from '../../lib/agent/run.js'
 import { startFakeAnthropic } from '../fake-anthropic/server.js'
 import { durableEnv } from '../helpers/background.js'
 import { requireRedis } from '../helpers/redis.js'
-import { kill, startReplica } from '../helpers/durable-replicas.js'
+import { kill, runCounter, startReplica } from '../helpers/durable-replicas.js'
 import { TestChat, chunkError } from '../helpers/ui-chat.js'
 import { sseEventsWithIds } from '../helpers/sse-client.js'
 
@@ -44,11 +41,8 @@ async function setup (t: Test) {
   if (redis === null) return null
   const fake = await startFakeAnthropic()
   t.teardown(() => fake.close())
-  const dir = mkdtempSync(join(tmpdir(), 'durable-ui-'))
-  t.teardown(() => { rmSync(dir, { recursive: true, force: true }) })
-  const countFile = join(dir, 'runs.log')
+  const { countFile, runs } = runCounter(t)
   const env = durableEnv(fake.url, redis, { COUNT_FILE: countFile })
-  const runs = (name: string) => existsSync(countFile) ? readFileSync(countFile, 'utf8').split('\n').filter((line) => line.startsWith(`${name} `)).length : 0
   const [a, b] = await Promise.all([startReplica(t, env), startReplica(t, env)])
   if (a === undefined || b === undefined) throw new Error('replicas')
   return { fake, runs, a, b }

@@ -1,12 +1,9 @@
 // Traces of a durable run taken over by another replica (DECISIONS 20 as 21 amends it): the new owner's agent, chat and
 // tool spans are in a new trace, its agent span linked to the run's first agent span and carrying `agent.run.attempt`.
 // Real processes on one Redis exporting to one OTLP receiver; the owner is killed (kill -9) during a tool call.
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import tap, { test } from 'tap'
 import { startFakeAnthropic } from '../fake-anthropic/server.js'
-import { kill, startReplica } from '../helpers/durable-replicas.js'
+import { kill, runCounter, startReplica } from '../helpers/durable-replicas.js'
 import { durableEnv } from '../helpers/background.js'
 import { startOtlpReceiver, named } from '../helpers/otlp-receiver.js'
 import { requireRedis } from '../helpers/redis.js'
@@ -33,9 +30,7 @@ test('a taken-over run: new trace, agent span linked to the first agent span, ag
   t.teardown(() => receiver.close())
   const fake = await startFakeAnthropic()
   t.teardown(() => fake.close())
-  const dir = mkdtempSync(join(tmpdir(), 'durable-trace-'))
-  t.teardown(() => { rmSync(dir, { recursive: true, force: true }) })
-  const countFile = join(dir, 'runs.log')
+  const { countFile, runs } = runCounter(t)
   const env = durableEnv(fake.url, redis, {
     // The retry-safe tool runs again on the new owner: it has a tool span there.
     TOOL_RETRY_SAFE: 'safe__*',
@@ -57,8 +52,7 @@ test('a taken-over run: new trace, agent span linked to the first agent span, ag
   t.equal(started.status, 200)
   const path = started.headers.get('content-location') ?? ''
   const first = await readUntil(started, (data) => data.includes('"tool_call"'))
-  const runs = () => existsSync(countFile) ? readFileSync(countFile, 'utf8').split('\n').filter((line) => line.startsWith('safe__slow ')).length : 0
-  while (runs() === 0) await new Promise((resolve) => setTimeout(resolve, 20))
+  while (runs('safe__slow') === 0) await new Promise((resolve) => setTimeout(resolve, 20))
   await kill(a)
   const rest = await readUntil(await fetch(b.base + path, { headers: { 'last-event-id': first.lastId } }), (data) => data.includes('"done"'))
   t.ok(rest.payloads.some((data) => data.includes('"recovered"')), 'taken over')
